@@ -1,0 +1,1 @@
+"""jiyi: a memory for coding agents."""
