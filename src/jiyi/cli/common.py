@@ -1,0 +1,83 @@
+"""What the command groups share: opening memory, printing JSON, turning errors into exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import JiyiError
+from ..memory import Memory
+from ..ranking import Hit
+from ..records import Record
+from ..session import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+project_option = click.option("--project", default=None, help="Project name (default: from the working folder).")
+
+
+@contextmanager
+def opened() -> Iterator[Memory]:
+    """Errors become their SPEC §2 text on stderr and exit status 1."""
+    memory = Memory()
+    try:
+        yield memory
+    except JiyiError as exc:
+        click.echo(exc.text(), err=True)
+        sys.exit(1)
+    finally:
+        memory.close()
+
+
+def session(memory: Memory, project: str | None) -> Session:
+    return memory.session(project=project)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+
+
+def record_json(record: Record) -> dict[str, Any]:
+    from ..formats import day
+
+    return {
+        "id": record.id,
+        "title": record.title,
+        "type": record.type,
+        "scope": record.scope,
+        "content": {"what": record.what, "why": record.why, "where": record.where, "learned": record.learned},
+        "topic_key": record.topic_key,
+        "revision": record.revision,
+        "fix": record.fix.to_dict() if record.fix else None,
+        "origin": record.origin,
+        "project": record.project,
+        "environment": record.environment,
+        "tool_name": record.tool_name,
+        "outcome": record.outcome,
+        "evidence": {"sources": record.sources, "used_success": record.used_success},
+        "evidence_refs": record.evidence_refs,
+        "marked": [{"by": m.source_id, "relation": m.relation} for m in record.marked],
+        "date": day(record.updated),
+        "created": record.created,
+        "updated": record.updated,
+    }
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    return {
+        "id": hit.record.id,
+        "title": hit.record.title,
+        "score": round(hit.score, 4),
+        "signals": [
+            {"name": s.name, "strength": round(s.strength, 4), "contribution": round(s.contribution, 4),
+             "detail": s.detail}
+            for s in hit.signals
+        ],  # fmt: skip
+        "record": record_json(hit.record),
+    }

@@ -1,0 +1,104 @@
+"""Data commands: export, import, stats, doctor."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .. import transfer
+from ..errors import JiyiError
+from ..memory import Memory
+from .common import emit_json, json_option, opened
+
+
+def _progress(total: int | None, label: str):  # type: ignore[no-untyped-def]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    # On stderr, so `jiyi export > file` keeps a clean file and the bar still shows.
+    from rich.console import Console
+
+    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=False, disable=not sys.stderr.isatty())  # fmt: skip
+
+
+@click.command("export")
+@click.argument("output", default="-", metavar="[FILE]")
+def export_command(output: str) -> None:
+    """Export every record (with revisions and marks) as JSON Lines; - or no FILE for stdout."""
+    with opened() as memory:
+        total = memory.store.count()
+        with _progress(total, "export") as bar:
+            task = bar.add_task("export", total=total)
+            if output == "-":
+                count = transfer.export(memory.store, sys.stdout, lambda n: bar.advance(task, n))
+            else:
+                with Path(output).open("w", encoding="utf-8") as fh:
+                    count = transfer.export(memory.store, fh, lambda n: bar.advance(task, n))
+        click.echo(f"exported {count} records", err=True)
+
+
+@click.command("import")
+@click.argument("source", metavar="FILE")
+def import_command(source: str) -> None:
+    """Import records from a JSON Lines export (- for stdin); records already present are skipped."""
+    with opened() as memory:
+        lines = sys.stdin.readlines() if source == "-" else Path(source).read_text(encoding="utf-8").splitlines()
+        with _progress(len(lines), "import") as bar:
+            task = bar.add_task("import", total=len([line for line in lines if line.strip()]))
+            imported, skipped = transfer.import_lines(memory.store, lines, lambda n: bar.advance(task, n))
+        click.echo(f"imported {imported} records, skipped {skipped} already present")
+
+
+@click.command("stats")
+@json_option
+def stats_command(as_json: bool) -> None:
+    """Counts of records by type, origin and project."""
+    with opened() as memory:
+        stats = memory.store.stats()
+        if as_json:
+            emit_json(stats)
+            return
+        click.echo(f"records {stats['records']} · forgotten {stats['forgotten']} · revisions {stats['revisions']} "
+                   f"· sessions {stats['sessions']}")  # fmt: skip
+        for key in ("by_type", "by_origin", "by_project"):
+            if stats[key]:
+                click.echo(f"{key[3:]}: " + ", ".join(f"{k} {v}" for k, v in stats[key].items()))
+
+
+@click.command("doctor")
+@json_option
+def doctor_command(as_json: bool) -> None:
+    """Check the store: its path, the migrations applied, and an integrity check."""
+    memory = Memory()
+    path = memory.settings.store_path
+    report: dict[str, object] = {"home": str(memory.settings.home), "store": str(path), "ok": False}
+    try:
+        store = memory.store
+        report["migrations"] = [{"name": n, "applied_at": a} for n, a in store.applied_migrations()]
+        problems = store.integrity_check()
+        report["problems"] = problems
+        report["records"] = store.count()
+        report["ok"] = not problems
+    except JiyiError as exc:
+        report["problems"] = [getattr(exc, "reason", "") or exc.message]
+    finally:
+        memory.close()
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(f"home: {report['home']}")
+        click.echo(f"store: {report['store']}")
+        for m in report.get("migrations", []):  # type: ignore[attr-defined]
+            click.echo(f"migration {m['name']} applied {m['applied_at']}")
+        if "records" in report:
+            click.echo(f"records: {report['records']}")
+        for problem in report["problems"]:  # type: ignore[attr-defined]
+            click.echo(f"problem: {problem}")
+        click.echo("ok" if report["ok"] else "记忆暂不可用")
+    if not report["ok"]:
+        sys.exit(1)
+
+
+COMMANDS = [export_command, import_command, stats_command, doctor_command]

@@ -1,0 +1,175 @@
+"""Tool commands (search, read, note) and record management (list, show, forget)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import formats
+from ..errors import InvalidArgument, NotFound
+from ..validation import ref as parse_ref
+from .common import emit_json, hit_json, json_option, opened, project_option, record_json, session
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--limit", type=int, default=5, show_default=True, help="Hits to show, 1 to 5.")
+@project_option
+@json_option
+def search_command(query: str, limit: int, project: str | None, as_json: bool) -> None:
+    """Search memory by error text or keywords (the memory_search tool)."""
+    with opened() as memory:
+        hits = session(memory, project).search(query, limit)
+        if as_json:
+            emit_json([hit_json(h) for h in hits])
+        else:
+            click.echo(formats.search_text(hits))
+
+
+@click.command("read")
+@click.argument("ref")
+@project_option
+@json_option
+def read_command(ref: str, project: str | None, as_json: bool) -> None:
+    """Read a record's full text by its id (the memory_read tool; counts against the read budget)."""
+    with opened() as memory:
+        result = session(memory, project).read(ref)
+        if as_json:
+            emit_json({**record_json(result.record), "text": result.text, "truncated": result.truncated})
+        else:
+            click.echo(result.text)
+
+
+def _load_json(source: str) -> dict[str, Any]:
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument("json", f"不是 JSON：{exc.msg}") from None
+    if not isinstance(data, dict):
+        raise InvalidArgument("json", "应为对象")
+    return data
+
+
+def _file_or_text(value: str | None) -> str | None:
+    if value is not None and value.startswith("@"):
+        return Path(value[1:]).read_text(encoding="utf-8")
+    return value
+
+
+@click.command("note")
+@click.option("--json", "json_source", metavar="FILE|-", help="Take the whole memory_note call as JSON.")
+@click.option("--title")
+@click.option("--type", "kind", help="decision, bugfix, pattern, config, discovery, learning or pitfall.")
+@click.option("--scope", help="project or global.")
+@click.option("--what", help="What happened (the error text); @FILE reads a file.")
+@click.option("--why", help="The cause.")
+@click.option("--where", help="Where: file, setting, command.")
+@click.option("--learned", help="What to do next time.")
+@click.option("--topic", "topic_key", help="Two-level topic, e.g. build/zlib-link.")
+@click.option("--fix-command", help="Fix: a command.")
+@click.option("--fix-diff", metavar="FILE", help="Fix: a unified diff file (- for stdin).")
+@click.option("--fix-config", metavar="PATH", help="Fix: a config file path; its content from --fix-content.")
+@click.option("--fix-content", metavar="FILE", help="Content of the --fix-config file.")
+@click.option("--evidence", "evidence_refs", multiple=True, help="Id of a supporting record (repeatable).")
+@click.option("--relates-to", multiple=True, metavar="REF:wrong|outdated", help="Mark a record (repeatable).")
+@project_option
+def note_command(json_source: str | None, kind: str | None, topic_key: str | None, fix_command: str | None,
+                 fix_diff: str | None, fix_config: str | None, fix_content: str | None,
+                 evidence_refs: tuple[str, ...], relates_to: tuple[str, ...], project: str | None,
+                 **content: str | None) -> None:  # fmt: skip
+    """Write down what was learned (the memory_note tool)."""
+    with opened() as memory:
+        if json_source is not None:
+            args = _load_json(json_source)
+        else:
+            title = content.pop("title")
+            args = {
+                "title": title, "type": kind, "scope": content.pop("scope"),
+                "content": {k: _file_or_text(v) for k, v in content.items()},
+            }  # fmt: skip
+            if topic_key:
+                args["topic_key"] = topic_key
+            if fix_command:
+                args["fix"] = {"kind": "command", "command": fix_command}
+            elif fix_diff:
+                text = sys.stdin.read() if fix_diff == "-" else Path(fix_diff).read_text(encoding="utf-8")
+                args["fix"] = {"kind": "diff", "diff": text}
+            elif fix_config:
+                body = Path(fix_content).read_text(encoding="utf-8") if fix_content else None
+                args["fix"] = {"kind": "config", "path": fix_config, "content": body}
+            if evidence_refs:
+                args["evidence_refs"] = list(evidence_refs)
+            if relates_to:
+                pairs = [item.rsplit(":", 1) if ":" in item else [item, ""] for item in relates_to]
+                args["relates_to"] = [{"record_ref": r, "relation": rel} for r, rel in pairs]
+        click.echo(session(memory, project).note(**args).text)
+
+
+@click.command("list")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0)
+@click.option("--project", default=None, help="Only this project's records (by name).")
+@json_option
+def list_command(limit: int, offset: int, project: str | None, as_json: bool) -> None:
+    """List records, newest first."""
+    with opened() as memory:
+        rows = memory.store.list_records(limit=limit, offset=offset, project=project)
+        if as_json:
+            emit_json([record_json(r) for r in rows])
+            return
+        for r in rows:
+            topic = f" ({r.topic_key} r{r.revision})" if r.topic_key else ""
+            click.echo(f"{r.id}  {formats.day(r.updated)}  {r.type:<9} {r.project:<16} {r.title}{topic}")
+
+
+def _record_or_fail(memory: Any, ref: str, *, include_forgotten: bool = False) -> Any:
+    prefix, hexid = parse_ref(ref)
+    record = memory.store.get(hexid, include_forgotten=include_forgotten)
+    if record is None:
+        raise NotFound(prefix + hexid)
+    return record
+
+
+@click.command("show")
+@click.argument("ref")
+@json_option
+def show_command(ref: str, as_json: bool) -> None:
+    """Show a record with all its revisions (does not count against a read budget)."""
+    with opened() as memory:
+        record = _record_or_fail(memory, ref)
+        revisions = memory.store.revisions(record.hex)
+        if as_json:
+            emit_json({**record_json(record), "revisions": [
+                {"revision": r.revision, "created": r.created, "session": r.session_id, "change": r.change,
+                 "snapshot": r.snapshot} for r in revisions]})  # fmt: skip
+            return
+        click.echo(formats.read_text(record))
+        click.echo("\n修订记录：")
+        for r in revisions:
+            click.echo(f"  修订 {r.revision} · {formats.day(r.created)} · {r.change} · {r.snapshot['title']}")
+
+
+@click.command("forget")
+@click.argument("ref")
+@click.option("--purge", is_flag=True, help="Erase the record and all its revisions for good (e.g. a leaked secret).")
+@click.option("--yes", is_flag=True, help="Do not ask before --purge.")
+def forget_command(ref: str, purge: bool, yes: bool) -> None:
+    """Take a record out of search and export; --purge erases it for good."""
+    with opened() as memory:
+        record = _record_or_fail(memory, ref, include_forgotten=purge)
+        if purge:
+            if not yes:
+                click.confirm(f"Erase {record.id} and its {record.revision} revision(s) for good?", abort=True)
+            memory.store.purge(record.hex)
+            click.echo(f"purged {record.id}")
+        else:
+            memory.store.forget(record.hex)
+            click.echo(f"forgot {record.id}")
+
+
+COMMANDS = [search_command, read_command, note_command, list_command, show_command, forget_command]

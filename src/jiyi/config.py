@@ -1,0 +1,137 @@
+"""Settings: defaults, then the user's TOML file, then the project's file, then ``JIYI_*`` variables.
+
+No file is needed for the defaults. The user file is ``config.toml`` in the platform config dir
+(``JIYI_CONFIG_DIR`` moves it); the project file is ``.jiyi.toml`` in the project's root folder.
+``JIYI_HOME`` moves all data (the store), as ``LLM_USER_PATH`` does for llm.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidArgument
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+PROJECT_FILE = ".jiyi.toml"
+LOCALES = ("zh", "en")
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = field(default_factory=lambda: default_home())
+    notes: bool = True
+    read_budget: int = 20000
+    session_id: str | None = None
+    locale: str = "zh"
+    # Milliseconds a writer waits for another process's lock before the store reports
+    # E_UNAVAILABLE; long enough for a burst of concurrent notes, short enough for a hook.
+    busy_timeout_ms: int = 5000
+    auto_records: bool = True
+
+    @property
+    def store_path(self) -> Path:
+        return self.home / "jiyi.db"
+
+
+def default_home() -> Path:
+    env = os.environ.get("JIYI_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("jiyi", appauthor=False))
+
+
+def config_dir() -> Path:
+    env = os.environ.get("JIYI_CONFIG_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("jiyi", appauthor=False))
+
+
+def user_config_path() -> Path:
+    return config_dir() / "config.toml"
+
+
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+_BOOL_FALSE = {"0", "false", "no", "off"}
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    kinds = {f.name: f.type for f in fields(Settings)}
+    kind = kinds[name]
+    try:
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _BOOL_TRUE:
+                return True
+            if text in _BOOL_FALSE:
+                return False
+            raise ValueError(value)
+        if kind == "int":
+            if isinstance(value, bool):
+                raise ValueError(value)
+            number = int(value)
+            if number < 0:
+                raise ValueError(value)
+            return number
+        if kind == "Path":
+            return Path(str(value)).expanduser()
+        if name == "locale" and str(value) not in LOCALES:
+            raise ValueError(value)
+        return None if value in (None, "") else str(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(name, f"{source} 中的值无法使用：{value!r}") from None
+
+
+def _from_mapping(settings: Settings, data: dict[str, Any], source: str) -> Settings:
+    known = {f.name for f in fields(Settings)}
+    updates = {k: _coerce(k, v, source) for k, v in data.items() if k in known}
+    return replace(settings, **updates)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
+    # Both a flat file and a [jiyi] table are accepted; the table wins.
+    table = data.get("jiyi")
+    return dict(table) if isinstance(table, dict) else data
+
+
+def load(project_root: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+    settings = Settings()
+    settings = _from_mapping(settings, _read_toml(user_config_path()), "config.toml")
+    if project_root is not None:
+        settings = _from_mapping(settings, _read_toml(project_root / PROJECT_FILE), PROJECT_FILE)
+    from_env = {
+        name: env[var]
+        for name, var in (
+            ("home", "JIYI_HOME"),
+            ("notes", "JIYI_NOTES"),
+            ("read_budget", "JIYI_READ_BUDGET"),
+            ("session_id", "JIYI_SESSION_ID"),
+            ("locale", "JIYI_LOCALE"),
+            ("busy_timeout_ms", "JIYI_BUSY_TIMEOUT_MS"),
+            ("auto_records", "JIYI_AUTO_RECORDS"),
+        )
+        if env.get(var)
+    }
+    return _from_mapping(settings, from_env, "环境变量")

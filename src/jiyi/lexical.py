@@ -1,0 +1,77 @@
+"""Full-text terms for the ``lexical`` signal, in every language the users write.
+
+Text is NFKC-folded and lowercased, then split into ASCII words (underscores kept, so
+``pthread_create`` stays one term) and CJK runs cut into overlapping bigrams (``链接时`` → ``链接``,
+``接时``), so a Chinese query meets Chinese text without a segmenter or a dictionary. The store
+indexes these terms space-separated, and queries are built from the same function, so no user text
+ever reaches FTS5's query syntax: every term is quoted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable
+
+# Hiragana, katakana, CJK ideographs (incl. extension A and compatibility), Hangul syllables.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(rf"[a-z0-9_]+|[{_CJK}]+")
+_ASCII_WORD = re.compile(r"[a-z0-9_]+", re.ASCII)
+MAX_TERM = 40
+
+# Words so common in error text that they say nothing about which error it is. Kept short on
+# purpose: IDF weighting does the rest, and a long list would drop real words like `module`.
+STOPWORDS = frozenset(
+    """a an and are as at be by for from in into is it of on or not the this that to was were with
+    no can t s""".split()
+)
+
+
+def _bigrams(run: str) -> Iterable[str]:
+    if len(run) == 1:
+        yield run
+        return
+    for i in range(len(run) - 1):
+        yield run[i : i + 2]
+
+
+def terms(text: str) -> list[str]:
+    """Every term of ``text`` in order (with repeats), as indexed and queried."""
+    folded = unicodedata.normalize("NFKC", text).lower()
+    out: list[str] = []
+    for match in _TOKEN.finditer(folded):
+        token = match.group(0)
+        if _ASCII_WORD.fullmatch(token):
+            token = token.strip("_")
+            if token and token not in STOPWORDS and len(token) <= MAX_TERM:
+                out.append(token)
+        else:
+            out.extend(_bigrams(token))
+    return out
+
+
+def unique_terms(text: str) -> list[str]:
+    return list(dict.fromkeys(terms(text)))
+
+
+def index_text(text: str) -> str:
+    return " ".join(terms(text))
+
+
+def match_expression(query_terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression OR-ing the terms, each quoted so none is read as syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in query_terms)
+
+
+def idf(doc_count: int, total: int) -> float:
+    return math.log(1.0 + (total - doc_count + 0.5) / (doc_count + 0.5))
+
+
+def coverage(query_terms: list[str], doc_terms: set[str], weights: dict[str, float]) -> tuple[float, list[str]]:
+    """IDF-weighted share of the query's terms found in the document, and which they are."""
+    total = sum(weights.get(t, 0.0) for t in query_terms)
+    matched = [t for t in query_terms if t in doc_terms]
+    if total <= 0.0 or not matched:
+        return 0.0, matched
+    return sum(weights.get(t, 0.0) for t in matched) / total, matched

@@ -1,0 +1,172 @@
+"""``jiyi mcp``: the three tools over MCP (official SDK, 2.x ``MCPServer``), stdio by default.
+
+The JSON schemas advertise the seed's constraints so every client sees them before calling, but
+the parameters are typed ``Any`` for the SDK: its pydantic check would otherwise reject first with
+its own text, and SPEC §2 wants ours (``参数无效：…`` / ``错误码：…``). Results are returned as
+``CallToolResult`` so an error keeps its exact text; a ``ToolError`` would be prefixed by the SDK.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp_types import CallToolResult, TextContent
+from mcp_types import Tool as MCPTool
+
+from .errors import Unavailable
+from .memory import Memory
+from .records import FIX_KINDS, RELATIONS, SCOPES, TYPES
+from .session import Session
+from .validation import QUERY_MAX, TITLE_MAX
+
+log = logging.getLogger("jiyi.mcp")
+
+INSTRUCTIONS = (
+    "jiyi is this machine's and team's memory of failures already met and how they were fixed. "
+    "When a command, build or test fails, call memory_search with the error text before debugging; "
+    "memory_read a hit to see the whole fix; after fixing something non-obvious, memory_note it."
+)
+
+_REF = {"type": "string", "pattern": "^(lr|rr)_[0-9a-f]{32}$"}
+
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": QUERY_MAX,
+            "description": "Error text, tool name or a description of the problem (at most 2000 characters). "
+            "Paste the error line(s) verbatim; the session's last failed tool call is added automatically.",
+        },
+        "limit": {"type": "integer", "minimum": 1, "maximum": 5, "default": 5, "description": "1 to 5 hits."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+READ_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ref": {**_REF, "description": "A record id from memory_search, e.g. lr_… or rr_…."}},
+    "required": ["ref"],
+    "additionalProperties": False,
+}
+
+_TEXT = {"type": "string", "minLength": 1}
+NOTE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "minLength": 1, "maxLength": TITLE_MAX,
+                  "description": "Short and searchable, at most 160 characters, e.g. 'Link zlib with -lz'."},
+        "type": {"type": "string", "enum": list(TYPES)},
+        "scope": {"type": "string", "enum": list(SCOPES),
+                  "description": "project: only for this project; global: everywhere."},
+        "content": {
+            "type": "object",
+            "properties": {
+                "what": {**_TEXT, "description": "What happened: the error text, verbatim."},
+                "why": {**_TEXT, "description": "The cause."},
+                "where": {**_TEXT, "description": "Where: file, setting, command."},
+                "learned": {**_TEXT, "description": "What to do next time."},
+            },
+            "required": ["what", "why", "where", "learned"],
+            "additionalProperties": False,
+        },
+        "topic_key": {"type": "string", "pattern": "^[a-z0-9._-]+/[a-z0-9._-]+$",
+                      "description": "Two-level topic, e.g. build/zlib-link; the same topic again revises the note."},
+        "fix": {
+            "description": "A verified change, one of three kinds.",
+            "oneOf": [
+                {"type": "object", "properties": {"kind": {"const": "command"}, "command": _TEXT},
+                 "required": ["kind", "command"], "additionalProperties": False},
+                {"type": "object", "properties": {"kind": {"const": "diff"},
+                 "diff": {**_TEXT, "description": "A unified diff."}},
+                 "required": ["kind", "diff"], "additionalProperties": False},
+                {"type": "object", "properties": {"kind": {"const": "config"}, "path": _TEXT,
+                 "content": {"type": "string"}},
+                 "required": ["kind", "path", "content"], "additionalProperties": False},
+            ],
+        },
+        "evidence_refs": {"type": "array", "items": _REF, "description": "Ids of records that support this note."},
+        "relates_to": {
+            "type": "array",
+            "description": "Existing records this note shows to be wrong or outdated.",
+            "items": {"type": "object", "properties": {"record_ref": _REF,
+                      "relation": {"type": "string", "enum": list(RELATIONS)}},
+                      "required": ["record_ref", "relation"], "additionalProperties": False},
+        },
+    },
+    "required": ["title", "type", "scope", "content"],
+    "additionalProperties": False,
+}  # fmt: skip
+assert set(FIX_KINDS) == {"command", "diff", "config"}
+
+DESCRIPTIONS = {
+    "memory_search": "Search memory by error text or keywords before debugging a failure. Returns at most "
+    "5 hits, each with its source and why it matched (all ranking signals), or 'no matching memory'.",
+    "memory_read": "Read a record's full text by its id (lr_… / rr_…): cause, what was learned and the fix. "
+    "Each session has a read budget.",
+    "memory_note": "Write down what was learned after fixing a failure or making a decision; visible from the "
+    "next session on. Same topic_key again revises the note; relates_to marks old notes wrong or outdated.",
+}
+
+
+def _result(text: str, is_error: bool) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+
+class JiyiServer(MCPServer[Any]):
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.notes_enabled = session.settings.notes
+
+        # The SDK builds its argument model from these signatures: every parameter optional and
+        # Any, so what arrives is checked by validation.py alone, with our error text.
+        def memory_search(query: Any = None, limit: Any = None) -> CallToolResult:
+            return self._run("memory_search", query=query, limit=limit)
+
+        def memory_read(ref: Any = None) -> CallToolResult:
+            return self._run("memory_read", ref=ref)
+
+        def memory_note(
+            title: Any = None, type: Any = None, scope: Any = None, content: Any = None,
+            topic_key: Any = None, fix: Any = None, evidence_refs: Any = None, relates_to: Any = None,
+        ) -> CallToolResult:  # fmt: skip
+            return self._run(
+                "memory_note", title=title, type=type, scope=scope, content=content, topic_key=topic_key,
+                fix=fix, evidence_refs=evidence_refs, relates_to=relates_to,
+            )  # fmt: skip
+
+        tools = []
+        for fn, schema in ((memory_search, SEARCH_SCHEMA), (memory_read, READ_SCHEMA), (memory_note, NOTE_SCHEMA)):
+            tool = Tool.from_function(fn, description=DESCRIPTIONS[fn.__name__], structured_output=False)
+            tool.parameters = schema
+            tools.append(tool)
+        super().__init__(name="jiyi", instructions=INSTRUCTIONS, tools=tools)
+
+    def _run(self, name: str, **arguments: Any) -> CallToolResult:
+        try:
+            result = self.session.call(name, {k: v for k, v in arguments.items() if v is not None})
+        except Exception:  # a bug must not take the server down or leak a traceback to the agent
+            log.exception("%s failed", name)
+            return _result(Unavailable().text(), True)
+        return _result(result.text, result.is_error)
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        # notes = false: memory_note is not offered; a client that cached the list still gets
+        # E_NOTES_DISABLED when it calls it (SPEC §2) rather than "unknown tool".
+        return [t for t in tools if self.notes_enabled or t.name != "memory_note"]
+
+
+def build(memory: Memory | None = None, session: Session | None = None) -> JiyiServer:
+    if session is None:
+        session = (memory or Memory()).session()
+    return JiyiServer(session)
+
+
+def serve() -> None:
+    build().run("stdio")

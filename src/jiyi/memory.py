@@ -1,0 +1,81 @@
+"""``jiyi.Memory``: opens the store and hands out sessions.
+
+The store opens lazily and is retried on the next call after a failure, so a server started while
+the store was locked or broken recovers without a restart and answers ``记忆暂不可用`` meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from . import config, project
+from .config import Settings
+from .project import Project
+from .session import Session
+from .store import Store
+
+
+class Memory:
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        *,
+        settings: Settings | None = None,
+        store: Store | None = None,
+        cwd: str | Path | None = None,
+    ) -> None:
+        self.cwd = Path(cwd) if cwd is not None else Path.cwd()
+        if settings is None:
+            settings = config.load(project.find_root(self.cwd.resolve()))
+        if home is not None:
+            from dataclasses import replace
+
+            settings = replace(settings, home=Path(home))
+        self.settings = settings
+        self._store = store
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                from .sqlite_store import SQLiteStore
+
+                self._store = SQLiteStore(self.settings.store_path, busy_timeout_ms=self.settings.busy_timeout_ms)
+            return self._store
+
+    def session(
+        self,
+        project: str | Project | None = None,
+        env: dict[str, str] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        if project is None:
+            found = _detect(self.cwd)
+        elif isinstance(project, str):
+            found = Project(name=project, key=project)
+        else:
+            found = project
+        return Session(self, found, env if env is not None else _environment(), session_id)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _detect(cwd: Path) -> Project:
+    return project.detect(cwd)
+
+
+def _environment() -> dict[str, str]:
+    return project.environment()

@@ -1,0 +1,168 @@
+"""SQLite schema as named, recorded migrations (after sqlite-utils' ``migrations`` and llm's
+``logs.py``): the store applies what is missing when it is opened, one transaction per step, and
+records each in ``_migrations`` so ``jiyi doctor`` can list them.
+
+Never edit a migration that has shipped; add a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def _run(db: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it commits first, and each migration must be one transaction.
+    for statement in script.split(";\n"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_records(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE records (
+            rid INTEGER PRIMARY KEY,
+            hex TEXT NOT NULL UNIQUE,
+            remote INTEGER NOT NULL DEFAULT 0,
+            title TEXT NOT NULL,
+            type TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            what TEXT NOT NULL,
+            why TEXT NOT NULL,
+            loc TEXT NOT NULL,
+            learned TEXT NOT NULL,
+            topic_key TEXT,
+            topic_scope TEXT,
+            revision INTEGER NOT NULL DEFAULT 1,
+            fix TEXT,
+            origin TEXT NOT NULL,
+            project TEXT NOT NULL,
+            project_key TEXT NOT NULL,
+            environment TEXT NOT NULL DEFAULT '{}',
+            tool_name TEXT,
+            outcome TEXT NOT NULL DEFAULT '未知',
+            sources INTEGER NOT NULL DEFAULT 1,
+            used_success INTEGER NOT NULL DEFAULT 0,
+            evidence_refs TEXT NOT NULL DEFAULT '[]',
+            session_id TEXT NOT NULL DEFAULT '',
+            created TEXT NOT NULL,
+            updated TEXT NOT NULL,
+            forgotten INTEGER NOT NULL DEFAULT 0,
+            key_lines TEXT NOT NULL DEFAULT '[]',
+            normalized TEXT NOT NULL DEFAULT '[]',
+            sig_algorithm TEXT NOT NULL DEFAULT ''
+        );
+        -- One live record per topic: in its project for project scope, everywhere for global.
+        CREATE UNIQUE INDEX records_topic ON records(topic_key, scope, topic_scope)
+            WHERE topic_key IS NOT NULL AND forgotten = 0;
+        CREATE INDEX records_project ON records(project_key);
+        CREATE INDEX records_updated ON records(updated);
+
+        CREATE TABLE revisions (
+            hex TEXT NOT NULL,
+            revision INTEGER NOT NULL,
+            session_id TEXT NOT NULL,
+            created TEXT NOT NULL,
+            change TEXT NOT NULL,
+            snapshot TEXT NOT NULL,
+            PRIMARY KEY (hex, revision)
+        );
+
+        CREATE TABLE relations (
+            source_hex TEXT NOT NULL,
+            target_hex TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            created TEXT NOT NULL,
+            PRIMARY KEY (source_hex, target_hex, relation)
+        );
+        CREATE INDEX relations_target ON relations(target_hex);
+
+        CREATE TABLE signatures (
+            sig TEXT NOT NULL,
+            hex TEXT NOT NULL,
+            PRIMARY KEY (sig, hex)
+        ) WITHOUT ROWID;
+        CREATE INDEX signatures_hex ON signatures(hex);
+
+        CREATE TABLE symbols (
+            symbol TEXT NOT NULL,
+            hex TEXT NOT NULL,
+            PRIMARY KEY (symbol, hex)
+        ) WITHOUT ROWID;
+        CREATE INDEX symbols_hex ON symbols(hex);
+
+        CREATE VIRTUAL TABLE records_fts USING fts5(title, body, tokenize = "unicode61 tokenchars '_'");
+        CREATE VIRTUAL TABLE records_vocab USING fts5vocab(records_fts, row);
+        """
+    )
+
+
+@migration
+def m002_sessions(db: sqlite3.Connection) -> None:
+    _run(
+        db,
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            project_key TEXT NOT NULL DEFAULT '',
+            project TEXT NOT NULL DEFAULT '',
+            started TEXT NOT NULL,
+            last_seen TEXT NOT NULL,
+            read_used INTEGER NOT NULL DEFAULT 0,
+            last_tool TEXT,
+            last_error TEXT,
+            last_failure_at TEXT,
+            outcome TEXT NOT NULL DEFAULT '未知'
+        );
+        CREATE INDEX sessions_project ON sessions(project_key, last_seen);
+
+        CREATE TABLE session_reads (
+            session_id TEXT NOT NULL,
+            hex TEXT NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (session_id, hex)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE session_notes (
+            session_id TEXT NOT NULL,
+            hex TEXT NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (session_id, hex)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
+    """Apply what is missing; returns the names applied now."""
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
+    applied: list[str] = []
+    for name, step in MIGRATIONS:
+        if name in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have applied it while we waited for the lock.
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                db.execute("COMMIT")
+                continue
+            step(db)
+            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (name, now()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied

@@ -1,0 +1,183 @@
+"""The nine ranking signals of SPEC §4, and candidate generation.
+
+Every hit carries all nine signals with their detail and contribution, so the answer can say *why*
+it matched. Only topical signals (error_signature, code_symbol, lexical) can make a hit; the rest
+reorder. Candidates come from exact indexes first (signatures, symbols) and then from the query's
+rarest terms only: a query OR-ing every term costs ~80 ms at 100 000 records (research/performance.md),
+the rarest eight ~2 ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from . import lexical
+from .records import Record, parse_time
+from .signature import Analysis, analyze
+from .store import Store
+
+WEIGHTS = {
+    "error_signature": 0.30,
+    "code_symbol": 0.20,
+    "lexical": 0.15,
+    "same_project": 0.10,
+    "environment": 0.05,
+    "recency": 0.05,
+    "tool_name": 0.05,
+    "trust": 0.05,
+    "evidence": 0.05,
+}
+TOPICAL = ("error_signature", "code_symbol", "lexical")
+TRUST = {"team_verified": 1.0, "human": 1.0, "local_auto": 0.6, "note": 0.4, "team": 0.3}
+OUTDATED_FACTOR = 0.2
+RECENCY_HALF_LIFE_DAYS = 90.0
+# Below this IDF-weighted share of the query a lexical match is noise (a shared `error` or `file`),
+# not evidence; shown as 0.00 and unable to make a hit on its own.
+LEXICAL_FLOOR = 0.2
+SYMBOLS_FOR_FULL = 3
+MAX_QUERY_TERMS = 64
+RARE_TERMS = 8
+CANDIDATES_PER_SOURCE = 100
+
+
+@dataclass(frozen=True)
+class Signal:
+    name: str
+    strength: float
+    detail: str
+
+    @property
+    def contribution(self) -> float:
+        return WEIGHTS[self.name] * self.strength
+
+
+@dataclass
+class Hit:
+    record: Record
+    signals: list[Signal]
+    score: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.score = sum(s.contribution for s in self.signals)
+
+    @property
+    def topical(self) -> bool:
+        return any(s.strength > 0 for s in self.signals if s.name in TOPICAL)
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a search looks for: the agent's text and, when the session has one, its last failure."""
+
+    text: str
+    failure_tool: str | None = None
+    failure_error: str | None = None
+    project_key: str = ""
+    environment: dict[str, str] = field(default_factory=dict)
+
+    def analyses(self) -> list[Analysis]:
+        found = [analyze(self.text)]
+        if self.failure_error:
+            found.append(analyze(self.failure_error))
+        return found
+
+    def lexical_text(self) -> str:
+        # Of a failure's long log only its key lines speak; the rest would drown the agent's words.
+        if not self.failure_error:
+            return self.text
+        return self.text + "\n" + "\n".join(analyze(self.failure_error).key_lines)
+
+
+def _age_days(record: Record, now: datetime) -> int:
+    try:
+        return max(0, (now - parse_time(record.updated)).days)
+    except ValueError:
+        return 0
+
+
+def score(record: Record, query: Query, parts: Prepared, doc_terms: set[str], now: datetime) -> Hit:
+    sig = next((s for s in parts.signatures if s in record.signatures), None)
+    shared = [s for s in parts.symbols if s in set(record.symbols)]
+    denominator = max(1, min(len(parts.symbols), len(record.symbols), SYMBOLS_FOR_FULL))
+    cover, matched = lexical.coverage(parts.terms, doc_terms, parts.weights)
+    if cover < LEXICAL_FLOOR:
+        cover = 0.0
+    # os and arch first: they decide most fixes, and the detail is cut at 24 characters.
+    env_keys = sorted(record.environment, key=lambda k: (k not in ("os", "arch"), k != "os", k))
+    env_match = [f"{k}={record.environment[k]}" for k in env_keys if query.environment.get(k) == record.environment[k]]
+    age = _age_days(record, now)
+    tool = (query.failure_tool or "").lower()
+    trust = TRUST.get(record.origin, 0.3) * (OUTDATED_FACTOR if record.is_outdated else 1.0)
+    weight_of_evidence = record.sources + 2 * record.used_success
+    signals = [
+        Signal("error_signature", 1.0 if sig else 0.0, sig or "-"),
+        Signal("code_symbol", min(1.0, len(shared) / denominator), ",".join(shared) or "-"),
+        Signal("lexical", cover, ",".join(sorted(matched)) if cover else "-"),
+        Signal("same_project", 1.0 if record.project_key == query.project_key else 0.0,
+               record.project if record.project_key == query.project_key else "-"),  # fmt: skip
+        Signal("environment", len(env_match) / len(env_keys) if env_keys else 0.0, ",".join(env_match) or "-"),
+        Signal("recency", 0.5 ** (age / RECENCY_HALF_LIFE_DAYS), f"{age}d"),
+        Signal("tool_name", 1.0 if tool and (record.tool_name or "").lower() == tool else 0.0,
+               tool if tool and (record.tool_name or "").lower() == tool else "-"),  # fmt: skip
+        Signal("trust", trust, record.origin),
+        Signal("evidence", 1.0 - 0.8**weight_of_evidence,
+               f"sources={record.sources},used_success={record.used_success}"),  # fmt: skip
+    ]
+    return Hit(record, signals)
+
+
+@dataclass
+class Prepared:
+    signatures: list[str]
+    symbols: list[str]
+    terms: list[str]
+    weights: dict[str, float]
+    rare_terms: list[str]
+
+
+def prepare(store: Store, query: Query) -> Prepared:
+    analyses = query.analyses()
+    signatures = list(dict.fromkeys(s for a in analyses for s in a.signatures))
+    symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
+    terms = lexical.unique_terms(query.lexical_text())[:MAX_QUERY_TERMS]
+    stats = store.term_stats(terms)
+    weights = {t: lexical.idf(stats.doc_counts.get(t, 0), stats.total) for t in terms}
+    present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
+    return Prepared(signatures, symbols, terms, weights, present[:RARE_TERMS])
+
+
+def rank(
+    store: Store,
+    query: Query,
+    *,
+    limit: int,
+    exclude_session: str | None = None,
+    exclude_hexes: Iterable[str] = (),
+    now: datetime | None = None,
+) -> list[Hit]:
+    moment = now or datetime.now(timezone.utc)
+    parts = prepare(store, query)
+    candidates = list(
+        dict.fromkeys(
+            [
+                *store.by_signature(parts.signatures, CANDIDATES_PER_SOURCE),
+                *store.by_symbol(parts.symbols, CANDIDATES_PER_SOURCE),
+                *store.by_terms(parts.rare_terms, CANDIDATES_PER_SOURCE),
+            ]
+        )
+    )
+    excluded = set(exclude_hexes)
+    records = [
+        r
+        for r in store.get_many(h for h in candidates if h not in excluded)
+        if not r.is_wrong
+        and (exclude_session is None or r.session_id != exclude_session)
+        and (r.scope == "global" or r.project_key == query.project_key)
+    ]
+    terms = store.indexed_terms(r.hex for r in records)
+    hits = [score(r, query, parts, terms.get(r.hex, set()), moment) for r in records]
+    hits = [h for h in hits if h.topical]
+    hits.sort(key=lambda h: (h.score, h.record.updated), reverse=True)
+    return hits[:limit]

@@ -1,0 +1,173 @@
+"""The record model (SPEC §3): what a note stores, its fix, its evidence and its relations."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+TYPES = ("decision", "bugfix", "pattern", "config", "discovery", "learning", "pitfall")
+SCOPES = ("project", "global")
+FIX_KINDS = ("command", "diff", "config")
+RELATIONS = ("wrong", "outdated")
+
+ORIGIN_LABELS = {
+    "note": "本机笔记",
+    "local_auto": "本机自动确认",
+    "team": "团队共享",
+    "team_verified": "团队核验",
+    "human": "人工确认",
+}
+OUTCOMES = ("成功", "失败", "未知")
+
+LOCAL_PREFIX = "lr_"
+REMOTE_PREFIX = "rr_"
+
+
+def new_hex() -> str:
+    return uuid.uuid4().hex
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp)
+
+
+@dataclass(frozen=True)
+class Fix:
+    kind: str  # command | diff | config
+    command: str | None = None
+    diff: str | None = None
+    path: str | None = None
+    content: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        data = {"kind": self.kind}
+        for key in ("command", "diff", "path", "content"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fix:
+        return cls(
+            kind=str(data["kind"]),
+            command=data.get("command"),
+            diff=data.get("diff"),
+            path=data.get("path"),
+            content=data.get("content"),
+        )
+
+
+@dataclass(frozen=True)
+class Relation:
+    source_id: str  # the record that made the mark
+    relation: str  # wrong | outdated
+
+
+@dataclass
+class Record:
+    hex: str
+    title: str
+    type: str
+    scope: str
+    what: str
+    why: str
+    where: str
+    learned: str
+    project: str
+    project_key: str
+    origin: str = "note"
+    remote: bool = False
+    topic_key: str | None = None
+    revision: int = 1
+    fix: Fix | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    tool_name: str | None = None
+    outcome: str = "未知"
+    sources: int = 1
+    used_success: int = 0
+    evidence_refs: list[str] = field(default_factory=list)
+    session_id: str = ""
+    created: str = ""
+    updated: str = ""
+    forgotten: bool = False
+    signatures: tuple[str, ...] = ()
+    symbols: tuple[str, ...] = ()
+    marked: list[Relation] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return (REMOTE_PREFIX if self.remote else LOCAL_PREFIX) + self.hex
+
+    @property
+    def is_wrong(self) -> bool:
+        return any(m.relation == "wrong" for m in self.marked)
+
+    @property
+    def is_outdated(self) -> bool:
+        return any(m.relation == "outdated" for m in self.marked)
+
+    @property
+    def origin_label(self) -> str:
+        return ORIGIN_LABELS.get(self.origin, self.origin)
+
+
+@dataclass(frozen=True)
+class Revision:
+    hex: str
+    revision: int
+    session_id: str
+    created: str
+    change: str  # what changed, in words: "created", "title, learned"
+    snapshot: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NoteInput:
+    """A validated ``memory_note`` call."""
+
+    title: str
+    type: str
+    scope: str
+    what: str
+    why: str
+    where: str
+    learned: str
+    topic_key: str | None = None
+    fix: Fix | None = None
+    evidence_refs: tuple[str, ...] = ()
+    relates_to: tuple[tuple[str, str], ...] = ()  # (record_ref, relation)
+
+
+def snapshot(record: Record) -> dict[str, Any]:
+    """The fields a revision keeps: what the author wrote, not the counters."""
+    return {
+        "title": record.title,
+        "type": record.type,
+        "scope": record.scope,
+        "what": record.what,
+        "why": record.why,
+        "where": record.where,
+        "learned": record.learned,
+        "topic_key": record.topic_key,
+        "fix": record.fix.to_dict() if record.fix else None,
+        "evidence_refs": list(record.evidence_refs),
+        "origin": record.origin,
+        "outcome": record.outcome,
+    }
+
+
+def split_ref(ref: str) -> tuple[str, str] | None:
+    """``lr_<hex>`` / ``rr_<hex>`` → (prefix, hex); None when it is not an id."""
+    if len(ref) != 35 or ref[:3] not in (LOCAL_PREFIX, REMOTE_PREFIX):
+        return None
+    hexpart = ref[3:]
+    if any(c not in "0123456789abcdef" for c in hexpart):
+        return None
+    return ref[:3], hexpart

@@ -1,0 +1,207 @@
+"""A session: one agent conversation, with the three tools (SPEC §1) as structured calls and texts.
+
+Session state (read budget used, records read, notes written, last failure) lives in the store, so
+a hook process and the MCP server of the same conversation share it (SPEC §5).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from . import formats, validation
+from .errors import JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
+from .indexing import derive
+from .project import Project
+from .ranking import Hit, Query, rank
+from .records import NoteInput, Record, Revision, new_hex, now, snapshot
+from .redact import redact
+from .signature import analyze
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .memory import Memory
+    from .store import Store
+
+TOOLS = ("memory_search", "memory_read", "memory_note")
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    record: Record
+    text: str
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class NoteResult:
+    record: Record
+    similar: list[Hit]
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    is_error: bool = False
+
+
+class Session:
+    def __init__(self, memory: Memory, project: Project, env: dict[str, str], session_id: str | None) -> None:
+        self.memory = memory
+        self.project = project
+        self.env = dict(env)
+        self.id = session_id or memory.settings.session_id or uuid.uuid4().hex
+        self._touched = False
+
+    @property
+    def settings(self) -> Settings:
+        return self.memory.settings
+
+    def _store(self) -> Store:
+        store = self.memory.store
+        if not self._touched:
+            store.touch_session(self.id, self.project.key, self.project.name)
+            self._touched = True
+        return store
+
+    # -- structured calls --------------------------------------------------------------------
+    def search(self, query: Any, limit: Any = None) -> list[Hit]:
+        text = validation.query(query)
+        count = validation.limit(limit)
+        store = self._store()
+        state = store.session(self.id)
+        q = Query(
+            text=text,
+            failure_tool=state.last_tool if state else None,
+            failure_error=state.last_error if state else None,
+            project_key=self.project.key,
+            environment=self.env,
+        )
+        return rank(store, q, limit=count, exclude_session=self.id, exclude_hexes=state.notes if state else ())
+
+    def read(self, ref: Any) -> ReadResult:
+        prefix, hexid = validation.ref(ref)
+        store = self._store()
+        record = store.get(hexid)
+        if record is None:
+            raise NotFound(prefix + hexid)
+        full = formats.read_text(record)
+        budget = self.settings.read_budget
+        granted = store.take_read(self.id, hexid, len(full), budget)
+        if granted <= 0:
+            raise ReadBudgetSpent(budget)
+        return ReadResult(record, formats.budget_cut(full, granted, budget), granted < len(full))
+
+    def note(self, **args: Any) -> NoteResult:
+        if not self.settings.notes:
+            raise NotesDisabled()
+        given = validation.note(args)
+        store = self._store()
+        for ref in given.evidence_refs:
+            if store.get(ref[3:]) is None:
+                raise validation.InvalidArgument("evidence_refs", f"没有这条记录：{ref}")
+        for ref, _ in given.relates_to:
+            if store.get(ref[3:]) is None:
+                raise validation.InvalidArgument("relates_to.record_ref", f"没有这条记录：{ref}")
+        given = _redacted(given)
+        state = store.session(self.id)
+        stamp = now()
+        existing = store.find_topic(given.topic_key, given.scope, self.project.key) if given.topic_key else None
+        what_analysis = analyze(given.what)
+        signatures, symbols = list(what_analysis.signatures), list(what_analysis.symbols)
+        tool = None
+        if state and state.last_error:
+            failure = analyze(state.last_error)
+            # The failure the session met is part of what the note is about when they share a
+            # symbol or the note is a bug fix; otherwise a decision noted after an unrelated failure
+            # would be found by that failure.
+            if given.type == "bugfix" or set(failure.symbols) & set(symbols):
+                signatures += failure.signatures
+                symbols += failure.symbols
+                tool = (state.last_tool or "").lower() or None
+        fields = dict(
+            title=given.title, type=given.type, scope=given.scope, what=given.what, why=given.why,
+            where=given.where, learned=given.learned, topic_key=given.topic_key, fix=given.fix,
+            evidence_refs=list(given.evidence_refs), updated=stamp, outcome=state.outcome if state else "未知",
+            signatures=tuple(dict.fromkeys(signatures)), symbols=tuple(dict.fromkeys(symbols))[:64],
+            environment=self.env, tool_name=tool,
+        )  # fmt: skip
+        if existing is not None:
+            earlier = {rev.session_id for rev in store.revisions(existing.hex)}
+            fields["tool_name"] = tool or existing.tool_name
+            record = replace(
+                existing, **fields, revision=existing.revision + 1,
+                sources=existing.sources + (0 if self.id in earlier else 1),
+            )  # fmt: skip
+            before = snapshot(existing)
+            after = snapshot(record)
+            change = ", ".join(k for k in after if after[k] != before.get(k)) or "no change"
+        else:
+            record = Record(
+                hex=new_hex(), project=self.project.name, project_key=self.project.key,
+                session_id=self.id, created=stamp, **fields,
+            )  # fmt: skip
+            change = "created"
+        query = Query(text=f"{record.title}\n{record.what}", project_key=self.project.key, environment=self.env)
+        similar = rank(store, query, limit=5, exclude_hexes=[record.hex])
+        revision = Revision(record.hex, record.revision, self.id, stamp, change, snapshot(record))
+        store.write_record(
+            record,
+            revision,
+            derive(record),
+            marks=[(ref[3:], relation) for ref, relation in given.relates_to],
+            session_id=self.id,
+        )
+        return NoteResult(record, similar, formats.note_text(record, similar))
+
+    def observe_tool_result(self, tool: str, *, ok: bool, error: str | None = None) -> None:
+        """Report an agent's tool call: a failure becomes the session's last failure."""
+        store = self._store()
+        if ok:
+            return
+        store.set_failure(self.id, tool, redact(error or "")[:20000] or None)
+
+    # -- tool texts --------------------------------------------------------------------------
+    def search_text(self, query: Any, limit: Any = None) -> str:
+        return self.call("memory_search", {"query": query, "limit": limit}).text
+
+    def read_text(self, ref: Any) -> str:
+        return self.call("memory_read", {"ref": ref}).text
+
+    def note_text(self, **args: Any) -> str:
+        return self.call("memory_note", args).text
+
+    def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        """Run one tool by name; every failure comes back as its SPEC §2 text, never raised."""
+        try:
+            if tool == "memory_search":
+                return ToolResult(formats.search_text(self.search(args.get("query"), args.get("limit"))))
+            if tool == "memory_read":
+                return ToolResult(self.read(args.get("ref")).text)
+            if tool == "memory_note":
+                return ToolResult(self.note(**args).text)
+            raise validation.InvalidArgument("tool", f"没有这个工具：{tool}")
+        except JiyiError as exc:
+            return ToolResult(exc.text(), is_error=True)
+
+
+def _redacted(given: NoteInput) -> NoteInput:
+    fix = given.fix
+    if fix is not None:
+        fix = replace(
+            fix,
+            command=redact(fix.command) if fix.command is not None else None,
+            diff=redact(fix.diff) if fix.diff is not None else None,
+            content=redact(fix.content) if fix.content is not None else None,
+        )
+    return replace(
+        given,
+        title=redact(given.title),
+        what=redact(given.what),
+        why=redact(given.why),
+        where=redact(given.where),
+        learned=redact(given.learned),
+        fix=fix,
+    )

@@ -1,0 +1,447 @@
+"""The embedded store: one SQLite file in WAL mode under ``JIYI_HOME``.
+
+WAL lets the MCP server read while a hook process writes; writers take the lock up front
+(``BEGIN IMMEDIATE``) and wait up to the busy timeout, so concurrent notes queue instead of failing
+with "database is locked" half-way through (peers' users report exactly that). Any SQLite failure
+— locked past the timeout, not a database, disk full — becomes ``Unavailable``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import migrations
+from .errors import Unavailable
+from .indexing import Derived
+from .records import Fix, Record, Relation, Revision, now
+from .store import SessionState, Store, TermStats
+
+T = TypeVar("T")
+
+_RECORD_COLUMNS = (
+    "hex, remote, title, type, scope, what, why, loc, learned, topic_key, revision, fix, origin, project, "
+    "project_key, environment, tool_name, outcome, sources, used_success, evidence_refs, session_id, "
+    "created, updated, forgotten"
+)
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(
+                self.path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise Unavailable(f"cannot open {path}: {exc}") from exc
+        self._db = db
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            migrations.apply(db, now)
+        except sqlite3.Error as exc:
+            db.close()
+            raise Unavailable(f"cannot use {path}: {exc}") from exc
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _guard(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            try:
+                return fn(self._db)
+            except sqlite3.Error as exc:
+                raise Unavailable(str(exc)) from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise Unavailable(str(exc)) from exc
+            try:
+                yield db
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                db.execute("ROLLBACK")
+                raise Unavailable(str(exc)) from exc
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def applied_migrations(self) -> list[tuple[str, str]]:
+        return self._guard(lambda db: [tuple(r) for r in db.execute("SELECT name, applied_at FROM _migrations")])
+
+    def integrity_check(self) -> list[str]:
+        def run(db: sqlite3.Connection) -> list[str]:
+            rows = [r[0] for r in db.execute("PRAGMA integrity_check")]
+            problems = [r for r in rows if r != "ok"]
+            try:
+                db.execute("INSERT INTO records_fts(records_fts, rank) VALUES ('integrity-check', 1)")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"full-text index: {exc}")
+            return problems
+
+        return self._guard(run)
+
+    # -- records -----------------------------------------------------------------------------
+    def _row_to_record(self, db: sqlite3.Connection, row: sqlite3.Row | tuple[Any, ...]) -> Record:
+        (hexid, remote, title, kind, scope, what, why, loc, learned, topic, revision, fix, origin, project,
+         project_key, environment, tool, outcome, sources, used, refs, session_id, created, updated,
+         forgotten) = row  # fmt: skip
+        marks = [
+            Relation(("lr_" if not r[2] else "rr_") + r[0], r[1])
+            for r in db.execute(
+                "SELECT rel.source_hex, rel.relation, COALESCE(src.remote, 0) FROM relations rel "
+                "LEFT JOIN records src ON src.hex = rel.source_hex WHERE rel.target_hex = ? ORDER BY rel.created",
+                (hexid,),
+            )
+        ]
+        sigs = tuple(r[0] for r in db.execute("SELECT sig FROM signatures WHERE hex = ?", (hexid,)))
+        syms = tuple(r[0] for r in db.execute("SELECT symbol FROM symbols WHERE hex = ?", (hexid,)))
+        return Record(
+            hex=hexid, remote=bool(remote), title=title, type=kind, scope=scope, what=what, why=why,
+            where=loc, learned=learned, topic_key=topic, revision=revision,
+            fix=Fix.from_dict(json.loads(fix)) if fix else None, origin=origin, project=project,
+            project_key=project_key, environment=json.loads(environment), tool_name=tool, outcome=outcome,
+            sources=sources, used_success=used, evidence_refs=json.loads(refs), session_id=session_id,
+            created=created, updated=updated, forgotten=bool(forgotten), signatures=sigs, symbols=syms,
+            marked=marks,
+        )  # fmt: skip
+
+    def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None:
+        def run(db: sqlite3.Connection) -> Record | None:
+            row = db.execute(f"SELECT {_RECORD_COLUMNS} FROM records WHERE hex = ?", (hexid,)).fetchone()
+            if row is None or (row[-1] and not include_forgotten):
+                return None
+            return self._row_to_record(db, row)
+
+        return self._guard(run)
+
+    def get_many(self, hexids: Iterable[str]) -> list[Record]:
+        wanted = list(dict.fromkeys(hexids))
+        if not wanted:
+            return []
+
+        def run(db: sqlite3.Connection) -> list[Record]:
+            marks = ",".join("?" * len(wanted))
+            rows = db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM records WHERE forgotten = 0 AND hex IN ({marks})", wanted
+            ).fetchall()
+            return [self._row_to_record(db, row) for row in rows]
+
+        return self._guard(run)
+
+    def find_topic(self, topic_key: str, scope: str, project_key: str) -> Record | None:
+        topic_scope = project_key if scope == "project" else ""
+
+        def run(db: sqlite3.Connection) -> Record | None:
+            row = db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM records WHERE topic_key = ? AND scope = ? AND topic_scope = ? "
+                "AND forgotten = 0",
+                (topic_key, scope, topic_scope),
+            ).fetchone()
+            return None if row is None else self._row_to_record(db, row)
+
+        return self._guard(run)
+
+    def _put(self, db: sqlite3.Connection, record: Record, derived: Derived) -> None:
+        from .signature import ALGORITHM
+
+        values = (
+            record.hex, int(record.remote), record.title, record.type, record.scope, record.what, record.why,
+            record.where, record.learned, record.topic_key,
+            (record.project_key if record.scope == "project" else "") if record.topic_key else None,
+            record.revision, json.dumps(record.fix.to_dict(), ensure_ascii=False) if record.fix else None,
+            record.origin, record.project, record.project_key,
+            json.dumps(record.environment, ensure_ascii=False, sort_keys=True), record.tool_name,
+            record.outcome, record.sources, record.used_success,
+            json.dumps(record.evidence_refs), record.session_id, record.created, record.updated,
+            int(record.forgotten), json.dumps(list(derived.key_lines), ensure_ascii=False),
+            json.dumps(list(derived.normalized), ensure_ascii=False), ALGORITHM,
+        )  # fmt: skip
+        columns = _RECORD_COLUMNS.replace("topic_key,", "topic_key, topic_scope,")
+        columns += ", key_lines, normalized, sig_algorithm"
+        names = [c.strip() for c in columns.split(",")]
+        updates = ", ".join(f"{n} = excluded.{n}" for n in names if n not in ("hex", "created"))
+        db.execute(
+            f"INSERT INTO records ({columns}) VALUES ({','.join('?' * len(values))}) "
+            f"ON CONFLICT(hex) DO UPDATE SET {updates}",
+            values,
+        )
+        rid = db.execute("SELECT rid FROM records WHERE hex = ?", (record.hex,)).fetchone()[0]
+        db.execute("DELETE FROM signatures WHERE hex = ?", (record.hex,))
+        db.executemany("INSERT OR IGNORE INTO signatures (sig, hex) VALUES (?, ?)",
+                       [(s, record.hex) for s in record.signatures])  # fmt: skip
+        db.execute("DELETE FROM symbols WHERE hex = ?", (record.hex,))
+        db.executemany("INSERT OR IGNORE INTO symbols (symbol, hex) VALUES (?, ?)",
+                       [(s, record.hex) for s in record.symbols])  # fmt: skip
+        db.execute("DELETE FROM records_fts WHERE rowid = ?", (rid,))
+        db.execute(
+            "INSERT INTO records_fts (rowid, title, body) VALUES (?, ?, ?)",
+            (rid, derived.index_title, derived.index_body),
+        )
+
+    @staticmethod
+    def _put_revision(db: sqlite3.Connection, rev: Revision) -> None:
+        db.execute(
+            "INSERT INTO revisions (hex, revision, session_id, created, change, snapshot) VALUES (?,?,?,?,?,?)",
+            (rev.hex, rev.revision, rev.session_id, rev.created, rev.change,
+             json.dumps(rev.snapshot, ensure_ascii=False, sort_keys=True)),
+        )  # fmt: skip
+
+    def write_record(self, record: Record, revision: Revision, derived: Derived, *,
+                     marks: Iterable[tuple[str, str]] = (), session_id: str | None = None) -> None:  # fmt: skip
+        with self._write() as db:
+            self._put(db, record, derived)
+            self._put_revision(db, revision)
+            for target, relation in marks:
+                db.execute(
+                    "INSERT OR IGNORE INTO relations (source_hex, target_hex, relation, created) VALUES (?,?,?,?)",
+                    (record.hex, target, relation, revision.created),
+                )
+            if session_id:
+                db.execute(
+                    "INSERT OR IGNORE INTO session_notes (session_id, hex, at) VALUES (?, ?, ?)",
+                    (session_id, record.hex, revision.created),
+                )
+
+    def revisions(self, hexid: str) -> list[Revision]:
+        def run(db: sqlite3.Connection) -> list[Revision]:
+            rows = db.execute(
+                "SELECT hex, revision, session_id, created, change, snapshot FROM revisions WHERE hex = ? "
+                "ORDER BY revision",
+                (hexid,),
+            )
+            return [Revision(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
+
+        return self._guard(run)
+
+    def list_records(self, *, limit: int = 50, offset: int = 0, project: str | None = None,
+                     include_forgotten: bool = False) -> list[Record]:  # fmt: skip
+        where = ["1=1"] if include_forgotten else ["forgotten = 0"]
+        params: list[Any] = []
+        if project is not None:
+            where.append("project = ?")
+            params.append(project)
+
+        def run(db: sqlite3.Connection) -> list[Record]:
+            rows = db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM records WHERE {' AND '.join(where)} "
+                "ORDER BY updated DESC, rid DESC LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            ).fetchall()
+            return [self._row_to_record(db, row) for row in rows]
+
+        return self._guard(run)
+
+    def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]:
+        last = 0
+        while True:
+            def page(db: sqlite3.Connection, after: int = last) -> list[tuple[int, Record]]:
+                flt = "" if include_forgotten else "AND forgotten = 0"
+                rows = db.execute(
+                    f"SELECT rid, {_RECORD_COLUMNS} FROM records WHERE rid > ? {flt} ORDER BY rid LIMIT 500",
+                    (after,),
+                ).fetchall()
+                return [(row[0], self._row_to_record(db, row[1:])) for row in rows]
+
+            batch = self._guard(page)
+            if not batch:
+                return
+            for _, record in batch:
+                yield record
+            last = batch[-1][0]
+
+    def count(self, *, include_forgotten: bool = False) -> int:
+        flt = "" if include_forgotten else " WHERE forgotten = 0"
+        return int(self._guard(lambda db: db.execute(f"SELECT count(*) FROM records{flt}").fetchone()[0]))
+
+    def forget(self, hexid: str) -> bool:
+        with self._write() as db:
+            row = db.execute("SELECT rid FROM records WHERE hex = ? AND forgotten = 0", (hexid,)).fetchone()
+            if row is None:
+                return False
+            db.execute("UPDATE records SET forgotten = 1, updated = ? WHERE hex = ?", (now(), hexid))
+            db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+            db.execute("DELETE FROM signatures WHERE hex = ?", (hexid,))
+            db.execute("DELETE FROM symbols WHERE hex = ?", (hexid,))
+            return True
+
+    def purge(self, hexid: str) -> bool:
+        with self._write() as db:
+            row = db.execute("SELECT rid FROM records WHERE hex = ?", (hexid,)).fetchone()
+            if row is None:
+                return False
+            db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+            for table in ("signatures", "symbols", "revisions", "session_reads", "session_notes", "records"):
+                db.execute(f"DELETE FROM {table} WHERE hex = ?", (hexid,))
+            db.execute("DELETE FROM relations WHERE source_hex = ? OR target_hex = ?", (hexid, hexid))
+        # A purge is for leaked secrets: make sure the old pages do not linger in the file or the WAL.
+        self._guard(lambda db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+        self._guard(lambda db: db.execute("VACUUM"))
+        return True
+
+    def add_evidence(self, hexid: str, *, sources: int = 0, used_success: int = 0) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE records SET sources = sources + ?, used_success = used_success + ? WHERE hex = ?",
+                (sources, used_success, hexid),
+            )
+
+    def stats(self) -> dict[str, Any]:
+        def run(db: sqlite3.Connection) -> dict[str, Any]:
+            one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
+            by = lambda col: dict(db.execute(  # noqa: E731
+                f"SELECT {col}, count(*) FROM records WHERE forgotten = 0 GROUP BY {col} ORDER BY 2 DESC"
+            ).fetchall())  # fmt: skip
+            return {
+                "records": one("SELECT count(*) FROM records WHERE forgotten = 0"),
+                "forgotten": one("SELECT count(*) FROM records WHERE forgotten = 1"),
+                "revisions": one("SELECT count(*) FROM revisions"),
+                "sessions": one("SELECT count(*) FROM sessions"),
+                "by_type": by("type"),
+                "by_origin": by("origin"),
+                "by_project": by("project"),
+            }
+
+        return self._guard(run)
+
+    # -- search ------------------------------------------------------------------------------
+    def _lookup(self, table: str, column: str, values: Iterable[str], limit: int) -> list[str]:
+        keys = list(dict.fromkeys(values))
+        if not keys:
+            return []
+        marks = ",".join("?" * len(keys))
+        sql = (
+            f"SELECT t.hex FROM {table} t JOIN records r ON r.hex = t.hex WHERE t.{column} IN ({marks}) "
+            "GROUP BY t.hex ORDER BY count(*) DESC, max(r.updated) DESC LIMIT ?"
+        )
+        return self._guard(lambda db: [r[0] for r in db.execute(sql, [*keys, limit])])
+
+    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]:
+        return self._lookup("signatures", "sig", signatures, limit)
+
+    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]:
+        return self._lookup("symbols", "symbol", symbols, limit)
+
+    def term_stats(self, terms: Iterable[str]) -> TermStats:
+        keys = list(dict.fromkeys(terms))
+
+        def run(db: sqlite3.Connection) -> TermStats:
+            total = db.execute("SELECT count(*) FROM records_fts").fetchone()[0]
+            counts: dict[str, int] = {}
+            # One indexed look-up per term: fts5vocab answers `term = ?` from the index.
+            for term in keys:
+                row = db.execute("SELECT doc FROM records_vocab WHERE term = ?", (term,)).fetchone()
+                counts[term] = int(row[0]) if row else 0
+            return TermStats(int(total), counts)
+
+        return self._guard(run)
+
+    def by_terms(self, terms: list[str], limit: int) -> list[str]:
+        if not terms:
+            return []
+        from .lexical import match_expression
+
+        sql = (
+            "SELECT r.hex FROM records_fts f JOIN records r ON r.rid = f.rowid WHERE records_fts MATCH ? "
+            "ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT ?"
+        )
+        return self._guard(lambda db: [r[0] for r in db.execute(sql, (match_expression(terms), limit))])
+
+    def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
+        keys = list(dict.fromkeys(hexids))
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        sql = (
+            "SELECT r.hex, f.title, f.body FROM records r JOIN records_fts f ON f.rowid = r.rid "
+            f"WHERE r.hex IN ({marks})"
+        )
+        rows = self._guard(lambda db: db.execute(sql, keys).fetchall())
+        return {h: set(f"{t} {b}".split()) for h, t, b in rows}
+
+    # -- sessions ----------------------------------------------------------------------------
+    def touch_session(self, session_id: str, project_key: str, project: str) -> None:
+        stamp = now()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO sessions (id, project_key, project, started, last_seen) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET last_seen = excluded.last_seen",
+                (session_id, project_key, project, stamp, stamp),
+            )
+
+    def session(self, session_id: str) -> SessionState | None:
+        def run(db: sqlite3.Connection) -> SessionState | None:
+            row = db.execute(
+                "SELECT id, project_key, project, started, last_seen, read_used, last_tool, last_error, "
+                "last_failure_at, outcome FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            state = SessionState(*row)
+            state.reads = [r[0] for r in db.execute(
+                "SELECT hex FROM session_reads WHERE session_id = ? ORDER BY at", (session_id,))]  # fmt: skip
+            state.notes = [r[0] for r in db.execute(
+                "SELECT hex FROM session_notes WHERE session_id = ? ORDER BY at", (session_id,))]  # fmt: skip
+            return state
+
+        return self._guard(run)
+
+    def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
+        with self._write() as db:
+            row = db.execute("SELECT read_used FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            used = int(row[0]) if row else 0
+            granted = max(0, min(wanted, budget - used))
+            if granted:
+                db.execute("UPDATE sessions SET read_used = read_used + ? WHERE id = ?", (granted, session_id))
+                db.execute(
+                    "INSERT OR IGNORE INTO session_reads (session_id, hex, at) VALUES (?, ?, ?)",
+                    (session_id, hexid, now()),
+                )
+            return granted
+
+    def set_failure(self, session_id: str, tool: str | None, error: str | None) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ? WHERE id = ?",
+                (tool, error, now() if error else None, session_id),
+            )
+
+    # -- transfer ----------------------------------------------------------------------------
+    def import_record(self, record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]],
+                      derived: Derived) -> bool:  # fmt: skip
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM records WHERE hex = ?", (record.hex,)).fetchone():
+                return False
+            self._put(db, record, derived)
+            if record.forgotten:
+                rid = db.execute("SELECT rid FROM records WHERE hex = ?", (record.hex,)).fetchone()[0]
+                db.execute("DELETE FROM records_fts WHERE rowid = ?", (rid,))
+            for rev in revisions:
+                self._put_revision(db, rev)
+            for target, relation, created in marks:
+                db.execute(
+                    "INSERT OR IGNORE INTO relations (source_hex, target_hex, relation, created) VALUES (?,?,?,?)",
+                    (record.hex, target, relation, created),
+                )
+            return True
+
+    def marks_by(self, hexid: str) -> list[tuple[str, str, str]]:
+        sql = "SELECT target_hex, relation, created FROM relations WHERE source_hex = ? ORDER BY created, target_hex"
+        return self._guard(lambda db: [tuple(r) for r in db.execute(sql, (hexid,))])

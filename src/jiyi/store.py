@@ -1,0 +1,152 @@
+"""The storage interface. SQLite (``sqlite_store``) is the embedded default; PostgreSQL follows it
+for team memory. Everything above this line (ranking, sessions, tools) speaks only this interface.
+
+Each method is one transaction: a failure leaves nothing half-written (SPEC §2). Implementations
+raise ``errors.Unavailable`` when the store cannot be used at all.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .indexing import Derived
+from .records import Record, Revision
+
+
+@dataclass
+class SessionState:
+    id: str
+    project_key: str = ""
+    project: str = ""
+    started: str = ""
+    last_seen: str = ""
+    read_used: int = 0
+    last_tool: str | None = None
+    last_error: str | None = None
+    last_failure_at: str | None = None
+    outcome: str = "未知"
+    reads: list[str] = field(default_factory=list)  # record hexes read, in order
+    notes: list[str] = field(default_factory=list)  # record hexes written or revised
+
+
+@dataclass(frozen=True)
+class TermStats:
+    total: int  # indexed records
+    doc_counts: dict[str, int]
+
+
+class Store(ABC):
+    path: str
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def applied_migrations(self) -> list[tuple[str, str]]:
+        """(name, applied at) of every migration, in order."""
+
+    @abstractmethod
+    def integrity_check(self) -> list[str]:
+        """Problems found; empty when the store is sound."""
+
+    # -- records -----------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None: ...
+
+    @abstractmethod
+    def get_many(self, hexids: Iterable[str]) -> list[Record]: ...
+
+    @abstractmethod
+    def find_topic(self, topic_key: str, scope: str, project_key: str) -> Record | None: ...
+
+    @abstractmethod
+    def write_record(
+        self,
+        record: Record,
+        revision: Revision,
+        derived: Derived,
+        *,
+        marks: Iterable[tuple[str, str]] = (),
+        session_id: str | None = None,
+    ) -> None:
+        """Insert or revise ``record`` with its new revision, indexes and the marks it makes
+        (target hex, relation) on other records, all in one transaction."""
+
+    @abstractmethod
+    def revisions(self, hexid: str) -> list[Revision]: ...
+
+    @abstractmethod
+    def list_records(
+        self, *, limit: int = 50, offset: int = 0, project: str | None = None, include_forgotten: bool = False
+    ) -> list[Record]: ...
+
+    @abstractmethod
+    def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]: ...
+
+    @abstractmethod
+    def count(self, *, include_forgotten: bool = False) -> int: ...
+
+    @abstractmethod
+    def forget(self, hexid: str) -> bool: ...
+
+    @abstractmethod
+    def purge(self, hexid: str) -> bool: ...
+
+    @abstractmethod
+    def add_evidence(self, hexid: str, *, sources: int = 0, used_success: int = 0) -> None: ...
+
+    @abstractmethod
+    def stats(self) -> dict[str, Any]: ...
+
+    # -- search ------------------------------------------------------------------------------
+    @abstractmethod
+    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]: ...
+
+    @abstractmethod
+    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]: ...
+
+    @abstractmethod
+    def term_stats(self, terms: Iterable[str]) -> TermStats: ...
+
+    @abstractmethod
+    def by_terms(self, terms: list[str], limit: int) -> list[str]:
+        """Hexes of records matching any of ``terms``, best full-text rank first."""
+
+    @abstractmethod
+    def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
+        """The full-text terms each record was indexed with."""
+
+    # -- sessions ----------------------------------------------------------------------------
+    @abstractmethod
+    def touch_session(self, session_id: str, project_key: str, project: str) -> None: ...
+
+    @abstractmethod
+    def session(self, session_id: str) -> SessionState | None: ...
+
+    @abstractmethod
+    def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
+        """Atomically take up to ``wanted`` characters of the session's read budget; returns what
+        was granted (0 when spent) and records the read."""
+
+    @abstractmethod
+    def set_failure(self, session_id: str, tool: str | None, error: str | None) -> None: ...
+
+    # -- transfer ----------------------------------------------------------------------------
+    @abstractmethod
+    def marks_by(self, hexid: str) -> list[tuple[str, str, str]]:
+        """The marks a record made on others: (target hex, relation, created)."""
+
+    @abstractmethod
+    def import_record(
+        self,
+        record: Record,
+        revisions: list[Revision],
+        marks: list[tuple[str, str, str]],
+        derived: Derived,
+    ) -> bool:
+        """Insert an exported record as it was (its revisions, the marks it made as (target hex,
+        relation, created)); False when a record with that id already exists."""
