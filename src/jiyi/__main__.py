@@ -1,0 +1,3 @@
+from jiyi.cli import main
+
+main()

@@ -1,0 +1,129 @@
+"""The embedded store: migrations, faults (locked, corrupt), and real concurrent writers."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import jiyi
+from jiyi import migrations
+from jiyi.config import Settings
+from jiyi.errors import Unavailable
+from jiyi.sqlite_store import SQLiteStore
+
+from .helpers import ZLIB, note
+
+
+def test_migrations_are_recorded_once(jiyi_home: Path) -> None:
+    path = jiyi_home / "jiyi.db"
+    store = SQLiteStore(path)
+    names = [n for n, _ in store.applied_migrations()]
+    assert names == [n for n, _ in migrations.MIGRATIONS]
+    store.close()
+    again = SQLiteStore(path)
+    assert again.applied_migrations() == SQLiteStore(path).applied_migrations()
+    assert again.integrity_check() == []
+    assert again._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    again.close()
+
+
+def test_a_failed_migration_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE half_done (x)")
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, ("m999_broken", broken)])
+    with pytest.raises(Unavailable):
+        SQLiteStore(tmp_path / "s.db")
+    db = sqlite3.connect(tmp_path / "s.db")
+    assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
+    assert "m999_broken" not in {r[0] for r in db.execute("SELECT name FROM _migrations")}
+
+
+def test_corrupt_store_is_unavailable_and_recovers(jiyi_home: Path) -> None:
+    jiyi_home.mkdir(parents=True)
+    (jiyi_home / "jiyi.db").write_bytes(os.urandom(8192))
+    memory = jiyi.Memory()
+    session = memory.session(project="p")
+    for tool, args in (("memory_search", {"query": "x"}), ("memory_note", ZLIB), ("memory_read", {"ref": "lr_" + "a" * 32})):
+        result = session.call(tool, args)
+        assert (result.text, result.is_error) == ("记忆暂不可用\n错误码：E_UNAVAILABLE", True)
+    # Someone moves the broken file away: the same Memory works again without a restart.
+    (jiyi_home / "jiyi.db").rename(jiyi_home / "broken.db")
+    assert not session.call("memory_note", ZLIB).is_error
+    memory.close()
+
+
+def test_truncated_store_is_unavailable(jiyi_home: Path) -> None:
+    with jiyi.Memory() as memory:
+        for i in range(30):
+            memory.session(project="p", session_id=f"s{i}").note(**note(title=f"note {i}", what=f"error E{i:04d}"))
+    path = jiyi_home / "jiyi.db"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    for extra in jiyi_home.glob("jiyi.db-*"):
+        extra.unlink()
+    with jiyi.Memory() as memory:
+        result = memory.session(project="p").call("memory_search", {"query": "error E0001"})
+        assert result.is_error and result.text == "记忆暂不可用\n错误码：E_UNAVAILABLE"
+
+
+def test_locked_store_times_out_with_unavailable_and_loses_nothing(jiyi_home: Path) -> None:
+    settings = Settings(home=jiyi_home, busy_timeout_ms=200)
+    with jiyi.Memory(settings=settings) as memory:
+        memory.session(project="p", session_id="s0").note(**ZLIB)
+    blocker = sqlite3.connect(jiyi_home / "jiyi.db", isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with jiyi.Memory(settings=settings) as memory:
+            result = memory.session(project="p", session_id="s1").call("memory_note", note(title="second"))
+            assert result.text == "记忆暂不可用\n错误码：E_UNAVAILABLE"
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    with jiyi.Memory(settings=settings) as memory:
+        assert memory.store.count() == 1
+        assert not memory.session(project="p", session_id="s1").call("memory_note", note(title="second")).is_error
+        assert memory.store.count() == 2
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, jiyi
+    worker, count = sys.argv[1], int(sys.argv[2])
+    with jiyi.Memory() as memory:
+        session = memory.session(project="p", session_id="w" + worker)
+        for i in range(count):
+            result = session.call("memory_note", {
+                "title": f"worker {worker} note {i}", "type": "learning", "scope": "project",
+                "topic_key": f"w{worker}/n{i % 3}",
+                "content": {"what": f"error W{worker}X{i}", "why": "w", "where": "x", "learned": "l"},
+            })
+            assert not result.is_error, result.text
+    """
+)
+
+
+@pytest.mark.slow
+def test_concurrent_writer_processes_lose_nothing(jiyi_home: Path) -> None:
+    workers, count = 4, 15
+    env = {**os.environ, "JIYI_HOME": str(jiyi_home)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(w), str(count)], env=env, stderr=subprocess.PIPE)
+        for w in range(workers)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    with jiyi.Memory() as memory:
+        # Three topics per worker, each revised count/3 times.
+        assert memory.store.count() == workers * 3
+        revisions = sum(len(memory.store.revisions(r.hex)) for r in memory.store.iter_records())
+        assert revisions == workers * count
+        assert memory.store.integrity_check() == []
