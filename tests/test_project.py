@@ -18,9 +18,13 @@ def _repo(root: Path, url: str | None) -> Path:
 
 @pytest.mark.parametrize(
     "url",
-    ["git@github.com:madler/zlib.git", "https://github.com/madler/zlib", "ssh://git@github.com/madler/zlib.git",
-     "https://user@github.com/madler/zlib.git/"],
-)  # fmt: skip
+    [
+        "git@github.com:madler/zlib.git",
+        "https://github.com/madler/zlib",
+        "ssh://git@github.com/madler/zlib.git",
+        "https://user@github.com/madler/zlib.git/",
+    ],
+)
 def test_clones_of_one_remote_are_one_project(tmp_path: Path, url: str) -> None:
     root = _repo(tmp_path / "checkout-elsewhere", url)
     (root / "src" / "deep").mkdir(parents=True)

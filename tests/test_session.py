@@ -35,9 +35,16 @@ def test_note_is_found_by_the_next_session_not_its_own(memory: jiyi.Memory) -> N
     assert lines[2].startswith("   matched: error_signature sha256:")
     names = [part.split(" ")[0] for part in lines[2][len("   matched: ") :].split(", ") if " (" in part]
     assert [n for n in names if n.isidentifier()] == [
-        "error_signature", "code_symbol", "lexical", "same_project", "environment",
-        "recency", "tool_name", "trust", "evidence",
-    ]  # fmt: skip
+        "error_signature",
+        "code_symbol",
+        "lexical",
+        "same_project",
+        "environment",
+        "recency",
+        "tool_name",
+        "trust",
+        "evidence",
+    ]
     assert "same_project zlib-port (0.10)" in lines[2]
     assert "environment os=darwin,arch=arm64 (0.05)" in lines[2]
     assert "trust note (0.02)" in lines[2]
@@ -173,9 +180,20 @@ def test_bad_notes_are_refused_and_store_nothing(memory: jiyi.Memory, args: dict
 
 @pytest.mark.parametrize(
     ("query", "limit"),
-    [("", None), ("   ", None), ("x" * 2001, None), (None, None), (42, None), ("a\x07b", None),
-     ("ok", 0), ("ok", 6), ("ok", "x"), ("ok", True), ("ok", 2.5)],
-)  # fmt: skip
+    [
+        ("", None),
+        ("   ", None),
+        ("x" * 2001, None),
+        (None, None),
+        (42, None),
+        ("a\x07b", None),
+        ("ok", 0),
+        ("ok", 6),
+        ("ok", "x"),
+        ("ok", True),
+        ("ok", 2.5),
+    ],
+)
 def test_bad_searches(memory: jiyi.Memory, query: object, limit: object) -> None:
     result = memory.session(project="p").call("memory_search", {"query": query, "limit": limit})
     assert result.is_error and result.text.endswith("\n错误码：E_INVALID_ARGUMENT")

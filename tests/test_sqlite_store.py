@@ -51,7 +51,11 @@ def test_corrupt_store_is_unavailable_and_recovers(jiyi_home: Path) -> None:
     (jiyi_home / "jiyi.db").write_bytes(os.urandom(8192))
     memory = jiyi.Memory()
     session = memory.session(project="p")
-    for tool, args in (("memory_search", {"query": "x"}), ("memory_note", ZLIB), ("memory_read", {"ref": "lr_" + "a" * 32})):
+    for tool, args in (
+        ("memory_search", {"query": "x"}),
+        ("memory_note", ZLIB),
+        ("memory_read", {"ref": "lr_" + "a" * 32}),
+    ):
         result = session.call(tool, args)
         assert (result.text, result.is_error) == ("记忆暂不可用\n错误码：E_UNAVAILABLE", True)
     # Someone moves the broken file away: the same Memory works again without a restart.

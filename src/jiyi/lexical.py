@@ -23,8 +23,7 @@ MAX_TERM = 40
 # Words so common in error text that they say nothing about which error it is. Kept short on
 # purpose: IDF weighting does the rest, and a long list would drop real words like `module`.
 STOPWORDS = frozenset(
-    """a an and are as at be by for from in into is it of on or not the this that to was were with
-    no can t s""".split()
+    "a an and are as at be by can for from in into is it no not of on or s t that the this to was were with".split()
 )
 
 

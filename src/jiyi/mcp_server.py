@@ -59,11 +59,18 @@ _TEXT = {"type": "string", "minLength": 1}
 NOTE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "title": {"type": "string", "minLength": 1, "maxLength": TITLE_MAX,
-                  "description": "Short and searchable, at most 160 characters, e.g. 'Link zlib with -lz'."},
+        "title": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": TITLE_MAX,
+            "description": "Short and searchable, at most 160 characters, e.g. 'Link zlib with -lz'.",
+        },
         "type": {"type": "string", "enum": list(TYPES)},
-        "scope": {"type": "string", "enum": list(SCOPES),
-                  "description": "project: only for this project; global: everywhere."},
+        "scope": {
+            "type": "string",
+            "enum": list(SCOPES),
+            "description": "project: only for this project; global: everywhere.",
+        },
         "content": {
             "type": "object",
             "properties": {
@@ -75,33 +82,49 @@ NOTE_SCHEMA: dict[str, Any] = {
             "required": ["what", "why", "where", "learned"],
             "additionalProperties": False,
         },
-        "topic_key": {"type": "string", "pattern": "^[a-z0-9._-]+/[a-z0-9._-]+$",
-                      "description": "Two-level topic, e.g. build/zlib-link; the same topic again revises the note."},
+        "topic_key": {
+            "type": "string",
+            "pattern": "^[a-z0-9._-]+/[a-z0-9._-]+$",
+            "description": "Two-level topic, e.g. build/zlib-link; the same topic again revises the note.",
+        },
         "fix": {
             "description": "A verified change, one of three kinds.",
             "oneOf": [
-                {"type": "object", "properties": {"kind": {"const": "command"}, "command": _TEXT},
-                 "required": ["kind", "command"], "additionalProperties": False},
-                {"type": "object", "properties": {"kind": {"const": "diff"},
-                 "diff": {**_TEXT, "description": "A unified diff."}},
-                 "required": ["kind", "diff"], "additionalProperties": False},
-                {"type": "object", "properties": {"kind": {"const": "config"}, "path": _TEXT,
-                 "content": {"type": "string"}},
-                 "required": ["kind", "path", "content"], "additionalProperties": False},
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "command"}, "command": _TEXT},
+                    "required": ["kind", "command"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "diff"}, "diff": {**_TEXT, "description": "A unified diff."}},
+                    "required": ["kind", "diff"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "config"}, "path": _TEXT, "content": {"type": "string"}},
+                    "required": ["kind", "path", "content"],
+                    "additionalProperties": False,
+                },
             ],
         },
         "evidence_refs": {"type": "array", "items": _REF, "description": "Ids of records that support this note."},
         "relates_to": {
             "type": "array",
             "description": "Existing records this note shows to be wrong or outdated.",
-            "items": {"type": "object", "properties": {"record_ref": _REF,
-                      "relation": {"type": "string", "enum": list(RELATIONS)}},
-                      "required": ["record_ref", "relation"], "additionalProperties": False},
+            "items": {
+                "type": "object",
+                "properties": {"record_ref": _REF, "relation": {"type": "string", "enum": list(RELATIONS)}},
+                "required": ["record_ref", "relation"],
+                "additionalProperties": False,
+            },
         },
     },
     "required": ["title", "type", "scope", "content"],
     "additionalProperties": False,
-}  # fmt: skip
+}
 assert set(FIX_KINDS) == {"command", "diff", "config"}
 
 DESCRIPTIONS = {
@@ -132,13 +155,26 @@ class JiyiServer(MCPServer[Any]):
             return self._run("memory_read", ref=ref)
 
         def memory_note(
-            title: Any = None, type: Any = None, scope: Any = None, content: Any = None,
-            topic_key: Any = None, fix: Any = None, evidence_refs: Any = None, relates_to: Any = None,
-        ) -> CallToolResult:  # fmt: skip
+            title: Any = None,
+            type: Any = None,
+            scope: Any = None,
+            content: Any = None,
+            topic_key: Any = None,
+            fix: Any = None,
+            evidence_refs: Any = None,
+            relates_to: Any = None,
+        ) -> CallToolResult:
             return self._run(
-                "memory_note", title=title, type=type, scope=scope, content=content, topic_key=topic_key,
-                fix=fix, evidence_refs=evidence_refs, relates_to=relates_to,
-            )  # fmt: skip
+                "memory_note",
+                title=title,
+                type=type,
+                scope=scope,
+                content=content,
+                topic_key=topic_key,
+                fix=fix,
+                evidence_refs=evidence_refs,
+                relates_to=relates_to,
+            )
 
         tools = []
         for fn, schema in ((memory_search, SEARCH_SCHEMA), (memory_read, READ_SCHEMA), (memory_note, NOTE_SCHEMA)):

@@ -104,7 +104,7 @@ def m001_records(db: sqlite3.Connection) -> None:
 
         CREATE VIRTUAL TABLE records_fts USING fts5(title, body, tokenize = "unicode61 tokenchars '_'");
         CREATE VIRTUAL TABLE records_vocab USING fts5vocab(records_fts, row);
-        """
+        """,
     )
 
 
@@ -140,7 +140,7 @@ def m002_sessions(db: sqlite3.Connection) -> None:
             at TEXT NOT NULL,
             PRIMARY KEY (session_id, hex)
         ) WITHOUT ROWID;
-        """
+        """,
     )
 
 

@@ -111,19 +111,20 @@ def score(record: Record, query: Query, parts: Prepared, doc_terms: set[str], no
     tool = (query.failure_tool or "").lower()
     trust = TRUST.get(record.origin, 0.3) * (OUTDATED_FACTOR if record.is_outdated else 1.0)
     weight_of_evidence = record.sources + 2 * record.used_success
+    same_project = record.project_key == query.project_key
+    same_tool = bool(tool) and (record.tool_name or "").lower() == tool
     signals = [
         Signal("error_signature", 1.0 if sig else 0.0, sig or "-"),
         Signal("code_symbol", min(1.0, len(shared) / denominator), ",".join(shared) or "-"),
         Signal("lexical", cover, ",".join(sorted(matched)) if cover else "-"),
-        Signal("same_project", 1.0 if record.project_key == query.project_key else 0.0,
-               record.project if record.project_key == query.project_key else "-"),  # fmt: skip
+        Signal("same_project", 1.0 if same_project else 0.0, record.project if same_project else "-"),
         Signal("environment", len(env_match) / len(env_keys) if env_keys else 0.0, ",".join(env_match) or "-"),
         Signal("recency", 0.5 ** (age / RECENCY_HALF_LIFE_DAYS), f"{age}d"),
-        Signal("tool_name", 1.0 if tool and (record.tool_name or "").lower() == tool else 0.0,
-               tool if tool and (record.tool_name or "").lower() == tool else "-"),  # fmt: skip
+        Signal("tool_name", 1.0 if same_tool else 0.0, tool if same_tool else "-"),
         Signal("trust", trust, record.origin),
-        Signal("evidence", 1.0 - 0.8**weight_of_evidence,
-               f"sources={record.sources},used_success={record.used_success}"),  # fmt: skip
+        Signal(
+            "evidence", 1.0 - 0.8**weight_of_evidence, f"sources={record.sources},used_success={record.used_success}"
+        ),
     ]
     return Hit(record, signals)
 

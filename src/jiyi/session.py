@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import formats, validation
-from .errors import JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
+from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
 from .indexing import derive
 from .project import Project
 from .ranking import Hit, Query, rank
@@ -101,10 +101,10 @@ class Session:
         store = self._store()
         for ref in given.evidence_refs:
             if store.get(ref[3:]) is None:
-                raise validation.InvalidArgument("evidence_refs", f"没有这条记录：{ref}")
+                raise InvalidArgument("evidence_refs", f"没有这条记录：{ref}")
         for ref, _ in given.relates_to:
             if store.get(ref[3:]) is None:
-                raise validation.InvalidArgument("relates_to.record_ref", f"没有这条记录：{ref}")
+                raise InvalidArgument("relates_to.record_ref", f"没有这条记录：{ref}")
         given = _redacted(given)
         state = store.session(self.id)
         stamp = now()
@@ -121,28 +121,49 @@ class Session:
                 signatures += failure.signatures
                 symbols += failure.symbols
                 tool = (state.last_tool or "").lower() or None
-        fields = dict(
-            title=given.title, type=given.type, scope=given.scope, what=given.what, why=given.why,
-            where=given.where, learned=given.learned, topic_key=given.topic_key, fix=given.fix,
-            evidence_refs=list(given.evidence_refs), updated=stamp, outcome=state.outcome if state else "未知",
-            signatures=tuple(dict.fromkeys(signatures)), symbols=tuple(dict.fromkeys(symbols))[:64],
-            environment=self.env, tool_name=tool,
-        )  # fmt: skip
+        base = existing or Record(
+            hex=new_hex(),
+            title=given.title,
+            type=given.type,
+            scope=given.scope,
+            what=given.what,
+            why=given.why,
+            where=given.where,
+            learned=given.learned,
+            project=self.project.name,
+            project_key=self.project.key,
+            session_id=self.id,
+            created=stamp,
+            revision=0,
+            sources=0,
+        )
+        earlier = {rev.session_id for rev in store.revisions(base.hex)} if existing else set()
+        record = replace(
+            base,
+            title=given.title,
+            type=given.type,
+            scope=given.scope,
+            what=given.what,
+            why=given.why,
+            where=given.where,
+            learned=given.learned,
+            topic_key=given.topic_key,
+            fix=given.fix,
+            evidence_refs=list(given.evidence_refs),
+            updated=stamp,
+            outcome=state.outcome if state else "未知",
+            signatures=tuple(dict.fromkeys(signatures)),
+            symbols=tuple(dict.fromkeys(symbols))[:64],
+            environment=self.env,
+            tool_name=tool or base.tool_name,
+            revision=base.revision + 1,
+            # sources counts independent sessions that wrote or confirmed the record.
+            sources=base.sources + (0 if self.id in earlier else 1),
+        )
         if existing is not None:
-            earlier = {rev.session_id for rev in store.revisions(existing.hex)}
-            fields["tool_name"] = tool or existing.tool_name
-            record = replace(
-                existing, **fields, revision=existing.revision + 1,
-                sources=existing.sources + (0 if self.id in earlier else 1),
-            )  # fmt: skip
-            before = snapshot(existing)
-            after = snapshot(record)
+            before, after = snapshot(existing), snapshot(record)
             change = ", ".join(k for k in after if after[k] != before.get(k)) or "no change"
         else:
-            record = Record(
-                hex=new_hex(), project=self.project.name, project_key=self.project.key,
-                session_id=self.id, created=stamp, **fields,
-            )  # fmt: skip
             change = "created"
         query = Query(text=f"{record.title}\n{record.what}", project_key=self.project.key, environment=self.env)
         similar = rank(store, query, limit=5, exclude_hexes=[record.hex])
@@ -182,7 +203,7 @@ class Session:
                 return ToolResult(self.read(args.get("ref")).text)
             if tool == "memory_note":
                 return ToolResult(self.note(**args).text)
-            raise validation.InvalidArgument("tool", f"没有这个工具：{tool}")
+            raise InvalidArgument("tool", f"没有这个工具：{tool}")
         except JiyiError as exc:
             return ToolResult(exc.text(), is_error=True)
 

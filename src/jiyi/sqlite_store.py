@@ -99,9 +99,33 @@ class SQLiteStore(Store):
 
     # -- records -----------------------------------------------------------------------------
     def _row_to_record(self, db: sqlite3.Connection, row: sqlite3.Row | tuple[Any, ...]) -> Record:
-        (hexid, remote, title, kind, scope, what, why, loc, learned, topic, revision, fix, origin, project,
-         project_key, environment, tool, outcome, sources, used, refs, session_id, created, updated,
-         forgotten) = row  # fmt: skip
+        (
+            hexid,
+            remote,
+            title,
+            kind,
+            scope,
+            what,
+            why,
+            loc,
+            learned,
+            topic,
+            revision,
+            fix,
+            origin,
+            project,
+            project_key,
+            environment,
+            tool,
+            outcome,
+            sources,
+            used,
+            refs,
+            session_id,
+            created,
+            updated,
+            forgotten,
+        ) = row
         marks = [
             Relation(("lr_" if not r[2] else "rr_") + r[0], r[1])
             for r in db.execute(
@@ -113,14 +137,35 @@ class SQLiteStore(Store):
         sigs = tuple(r[0] for r in db.execute("SELECT sig FROM signatures WHERE hex = ?", (hexid,)))
         syms = tuple(r[0] for r in db.execute("SELECT symbol FROM symbols WHERE hex = ?", (hexid,)))
         return Record(
-            hex=hexid, remote=bool(remote), title=title, type=kind, scope=scope, what=what, why=why,
-            where=loc, learned=learned, topic_key=topic, revision=revision,
-            fix=Fix.from_dict(json.loads(fix)) if fix else None, origin=origin, project=project,
-            project_key=project_key, environment=json.loads(environment), tool_name=tool, outcome=outcome,
-            sources=sources, used_success=used, evidence_refs=json.loads(refs), session_id=session_id,
-            created=created, updated=updated, forgotten=bool(forgotten), signatures=sigs, symbols=syms,
+            hex=hexid,
+            remote=bool(remote),
+            title=title,
+            type=kind,
+            scope=scope,
+            what=what,
+            why=why,
+            where=loc,
+            learned=learned,
+            topic_key=topic,
+            revision=revision,
+            fix=Fix.from_dict(json.loads(fix)) if fix else None,
+            origin=origin,
+            project=project,
+            project_key=project_key,
+            environment=json.loads(environment),
+            tool_name=tool,
+            outcome=outcome,
+            sources=sources,
+            used_success=used,
+            evidence_refs=json.loads(refs),
+            session_id=session_id,
+            created=created,
+            updated=updated,
+            forgotten=bool(forgotten),
+            signatures=sigs,
+            symbols=syms,
             marked=marks,
-        )  # fmt: skip
+        )
 
     def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None:
         def run(db: sqlite3.Connection) -> Record | None:
@@ -162,17 +207,36 @@ class SQLiteStore(Store):
         from .signature import ALGORITHM
 
         values = (
-            record.hex, int(record.remote), record.title, record.type, record.scope, record.what, record.why,
-            record.where, record.learned, record.topic_key,
+            record.hex,
+            int(record.remote),
+            record.title,
+            record.type,
+            record.scope,
+            record.what,
+            record.why,
+            record.where,
+            record.learned,
+            record.topic_key,
             (record.project_key if record.scope == "project" else "") if record.topic_key else None,
-            record.revision, json.dumps(record.fix.to_dict(), ensure_ascii=False) if record.fix else None,
-            record.origin, record.project, record.project_key,
-            json.dumps(record.environment, ensure_ascii=False, sort_keys=True), record.tool_name,
-            record.outcome, record.sources, record.used_success,
-            json.dumps(record.evidence_refs), record.session_id, record.created, record.updated,
-            int(record.forgotten), json.dumps(list(derived.key_lines), ensure_ascii=False),
-            json.dumps(list(derived.normalized), ensure_ascii=False), ALGORITHM,
-        )  # fmt: skip
+            record.revision,
+            json.dumps(record.fix.to_dict(), ensure_ascii=False) if record.fix else None,
+            record.origin,
+            record.project,
+            record.project_key,
+            json.dumps(record.environment, ensure_ascii=False, sort_keys=True),
+            record.tool_name,
+            record.outcome,
+            record.sources,
+            record.used_success,
+            json.dumps(record.evidence_refs),
+            record.session_id,
+            record.created,
+            record.updated,
+            int(record.forgotten),
+            json.dumps(list(derived.key_lines), ensure_ascii=False),
+            json.dumps(list(derived.normalized), ensure_ascii=False),
+            ALGORITHM,
+        )
         columns = _RECORD_COLUMNS.replace("topic_key,", "topic_key, topic_scope,")
         columns += ", key_lines, normalized, sig_algorithm"
         names = [c.strip() for c in columns.split(",")]
@@ -184,11 +248,13 @@ class SQLiteStore(Store):
         )
         rid = db.execute("SELECT rid FROM records WHERE hex = ?", (record.hex,)).fetchone()[0]
         db.execute("DELETE FROM signatures WHERE hex = ?", (record.hex,))
-        db.executemany("INSERT OR IGNORE INTO signatures (sig, hex) VALUES (?, ?)",
-                       [(s, record.hex) for s in record.signatures])  # fmt: skip
+        db.executemany(
+            "INSERT OR IGNORE INTO signatures (sig, hex) VALUES (?, ?)", [(s, record.hex) for s in record.signatures]
+        )
         db.execute("DELETE FROM symbols WHERE hex = ?", (record.hex,))
-        db.executemany("INSERT OR IGNORE INTO symbols (symbol, hex) VALUES (?, ?)",
-                       [(s, record.hex) for s in record.symbols])  # fmt: skip
+        db.executemany(
+            "INSERT OR IGNORE INTO symbols (symbol, hex) VALUES (?, ?)", [(s, record.hex) for s in record.symbols]
+        )
         db.execute("DELETE FROM records_fts WHERE rowid = ?", (rid,))
         db.execute(
             "INSERT INTO records_fts (rowid, title, body) VALUES (?, ?, ?)",
@@ -199,12 +265,25 @@ class SQLiteStore(Store):
     def _put_revision(db: sqlite3.Connection, rev: Revision) -> None:
         db.execute(
             "INSERT INTO revisions (hex, revision, session_id, created, change, snapshot) VALUES (?,?,?,?,?,?)",
-            (rev.hex, rev.revision, rev.session_id, rev.created, rev.change,
-             json.dumps(rev.snapshot, ensure_ascii=False, sort_keys=True)),
-        )  # fmt: skip
+            (
+                rev.hex,
+                rev.revision,
+                rev.session_id,
+                rev.created,
+                rev.change,
+                json.dumps(rev.snapshot, ensure_ascii=False, sort_keys=True),
+            ),
+        )
 
-    def write_record(self, record: Record, revision: Revision, derived: Derived, *,
-                     marks: Iterable[tuple[str, str]] = (), session_id: str | None = None) -> None:  # fmt: skip
+    def write_record(
+        self,
+        record: Record,
+        revision: Revision,
+        derived: Derived,
+        *,
+        marks: Iterable[tuple[str, str]] = (),
+        session_id: str | None = None,
+    ) -> None:
         with self._write() as db:
             self._put(db, record, derived)
             self._put_revision(db, revision)
@@ -230,8 +309,9 @@ class SQLiteStore(Store):
 
         return self._guard(run)
 
-    def list_records(self, *, limit: int = 50, offset: int = 0, project: str | None = None,
-                     include_forgotten: bool = False) -> list[Record]:  # fmt: skip
+    def list_records(
+        self, *, limit: int = 50, offset: int = 0, project: str | None = None, include_forgotten: bool = False
+    ) -> list[Record]:
         where = ["1=1"] if include_forgotten else ["forgotten = 0"]
         params: list[Any] = []
         if project is not None:
@@ -251,6 +331,7 @@ class SQLiteStore(Store):
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]:
         last = 0
         while True:
+
             def page(db: sqlite3.Connection, after: int = last) -> list[tuple[int, Record]]:
                 flt = "" if include_forgotten else "AND forgotten = 0"
                 rows = db.execute(
@@ -304,10 +385,13 @@ class SQLiteStore(Store):
 
     def stats(self) -> dict[str, Any]:
         def run(db: sqlite3.Connection) -> dict[str, Any]:
-            one = lambda sql: db.execute(sql).fetchone()[0]  # noqa: E731
-            by = lambda col: dict(db.execute(  # noqa: E731
-                f"SELECT {col}, count(*) FROM records WHERE forgotten = 0 GROUP BY {col} ORDER BY 2 DESC"
-            ).fetchall())  # fmt: skip
+            def one(sql: str) -> int:
+                return int(db.execute(sql).fetchone()[0])
+
+            def by(col: str) -> dict[str, int]:
+                sql = f"SELECT {col}, count(*) FROM records WHERE forgotten = 0 GROUP BY {col} ORDER BY 2 DESC"
+                return dict(db.execute(sql).fetchall())
+
             return {
                 "records": one("SELECT count(*) FROM records WHERE forgotten = 0"),
                 "forgotten": one("SELECT count(*) FROM records WHERE forgotten = 1"),
@@ -395,10 +479,14 @@ class SQLiteStore(Store):
             if row is None:
                 return None
             state = SessionState(*row)
-            state.reads = [r[0] for r in db.execute(
-                "SELECT hex FROM session_reads WHERE session_id = ? ORDER BY at", (session_id,))]  # fmt: skip
-            state.notes = [r[0] for r in db.execute(
-                "SELECT hex FROM session_notes WHERE session_id = ? ORDER BY at", (session_id,))]  # fmt: skip
+            state.reads = [
+                r[0]
+                for r in db.execute("SELECT hex FROM session_reads WHERE session_id = ? ORDER BY at", (session_id,))
+            ]
+            state.notes = [
+                r[0]
+                for r in db.execute("SELECT hex FROM session_notes WHERE session_id = ? ORDER BY at", (session_id,))
+            ]
             return state
 
         return self._guard(run)
@@ -424,8 +512,9 @@ class SQLiteStore(Store):
             )
 
     # -- transfer ----------------------------------------------------------------------------
-    def import_record(self, record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]],
-                      derived: Derived) -> bool:  # fmt: skip
+    def import_record(
+        self, record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]], derived: Derived
+    ) -> bool:
         with self._write() as db:
             if db.execute("SELECT 1 FROM records WHERE hex = ?", (record.hex,)).fetchone():
                 return False

@@ -20,10 +20,30 @@ from .store import Store
 
 FORMAT = 1
 _FIELDS = (
-    "hex", "remote", "title", "type", "scope", "what", "why", "where", "learned", "topic_key", "revision",
-    "origin", "project", "project_key", "environment", "tool_name", "outcome", "sources", "used_success",
-    "evidence_refs", "session_id", "created", "updated",
-)  # fmt: skip
+    "hex",
+    "remote",
+    "title",
+    "type",
+    "scope",
+    "what",
+    "why",
+    "where",
+    "learned",
+    "topic_key",
+    "revision",
+    "origin",
+    "project",
+    "project_key",
+    "environment",
+    "tool_name",
+    "outcome",
+    "sources",
+    "used_success",
+    "evidence_refs",
+    "session_id",
+    "created",
+    "updated",
+)
 
 
 def record_to_json(store: Store, record: Record) -> dict[str, Any]:

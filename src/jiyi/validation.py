@@ -62,7 +62,7 @@ def limit(value: Any) -> int:
             raise InvalidArgument("limit", "必须是 1～5 的整数")
     if not 1 <= value <= LIMIT_MAX:
         raise InvalidArgument("limit", "必须是 1～5 的整数")
-    return value
+    return int(value)
 
 
 def ref(value: Any, field: str = "ref") -> tuple[str, str]:

@@ -75,9 +75,13 @@ def hit_json(hit: Hit) -> dict[str, Any]:
         "title": hit.record.title,
         "score": round(hit.score, 4),
         "signals": [
-            {"name": s.name, "strength": round(s.strength, 4), "contribution": round(s.contribution, 4),
-             "detail": s.detail}
+            {
+                "name": s.name,
+                "strength": round(s.strength, 4),
+                "contribution": round(s.contribution, 4),
+                "detail": s.detail,
+            }
             for s in hit.signals
-        ],  # fmt: skip
+        ],
         "record": record_json(hit.record),
     }

@@ -14,13 +14,19 @@ from .common import emit_json, json_option, opened
 
 
 def _progress(total: int | None, label: str):  # type: ignore[no-untyped-def]
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     # On stderr, so `jiyi export > file` keeps a clean file and the bar still shows.
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=Console(stderr=True), transient=False, disable=not sys.stderr.isatty())  # fmt: skip
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+        disable=not sys.stderr.isatty(),
+    )
 
 
 @click.command("export")
@@ -60,8 +66,10 @@ def stats_command(as_json: bool) -> None:
         if as_json:
             emit_json(stats)
             return
-        click.echo(f"records {stats['records']} · forgotten {stats['forgotten']} · revisions {stats['revisions']} "
-                   f"· sessions {stats['sessions']}")  # fmt: skip
+        click.echo(
+            f"records {stats['records']} · forgotten {stats['forgotten']} · revisions {stats['revisions']} "
+            f"· sessions {stats['sessions']}"
+        )
         for key in ("by_type", "by_origin", "by_project"):
             if stats[key]:
                 click.echo(f"{key[3:]}: " + ", ".join(f"{k} {v}" for k, v in stats[key].items()))

@@ -78,10 +78,19 @@ def _file_or_text(value: str | None) -> str | None:
 @click.option("--evidence", "evidence_refs", multiple=True, help="Id of a supporting record (repeatable).")
 @click.option("--relates-to", multiple=True, metavar="REF:wrong|outdated", help="Mark a record (repeatable).")
 @project_option
-def note_command(json_source: str | None, kind: str | None, topic_key: str | None, fix_command: str | None,
-                 fix_diff: str | None, fix_config: str | None, fix_content: str | None,
-                 evidence_refs: tuple[str, ...], relates_to: tuple[str, ...], project: str | None,
-                 **content: str | None) -> None:  # fmt: skip
+def note_command(
+    json_source: str | None,
+    kind: str | None,
+    topic_key: str | None,
+    fix_command: str | None,
+    fix_diff: str | None,
+    fix_config: str | None,
+    fix_content: str | None,
+    evidence_refs: tuple[str, ...],
+    relates_to: tuple[str, ...],
+    project: str | None,
+    **content: str | None,
+) -> None:
     """Write down what was learned (the memory_note tool)."""
     with opened() as memory:
         if json_source is not None:
@@ -89,9 +98,11 @@ def note_command(json_source: str | None, kind: str | None, topic_key: str | Non
         else:
             title = content.pop("title")
             args = {
-                "title": title, "type": kind, "scope": content.pop("scope"),
+                "title": title,
+                "type": kind,
+                "scope": content.pop("scope"),
                 "content": {k: _file_or_text(v) for k, v in content.items()},
-            }  # fmt: skip
+            }
             if topic_key:
                 args["topic_key"] = topic_key
             if fix_command:
@@ -144,9 +155,21 @@ def show_command(ref: str, as_json: bool) -> None:
         record = _record_or_fail(memory, ref)
         revisions = memory.store.revisions(record.hex)
         if as_json:
-            emit_json({**record_json(record), "revisions": [
-                {"revision": r.revision, "created": r.created, "session": r.session_id, "change": r.change,
-                 "snapshot": r.snapshot} for r in revisions]})  # fmt: skip
+            emit_json(
+                {
+                    **record_json(record),
+                    "revisions": [
+                        {
+                            "revision": r.revision,
+                            "created": r.created,
+                            "session": r.session_id,
+                            "change": r.change,
+                            "snapshot": r.snapshot,
+                        }
+                        for r in revisions
+                    ],
+                }
+            )
             return
         click.echo(formats.read_text(record))
         click.echo("\n修订记录：")
