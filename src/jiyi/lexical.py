@@ -27,6 +27,14 @@ STOPWORDS = frozenset(
 )
 
 
+# Words that occur in almost every error: matching only these is no evidence of the same error.
+GENERIC = frozenset(
+    """error errors failed fail failure fatal warning line file files found cannot could unable command exit code
+    status returned exception traceback recent call last most see run running build make"""
+    .split()
+)
+
+
 def _bigrams(run: str) -> Iterable[str]:
     if len(run) == 1:
         yield run
@@ -68,9 +76,18 @@ def idf(doc_count: int, total: int) -> float:
 
 
 def coverage(query_terms: list[str], doc_terms: set[str], weights: dict[str, float]) -> tuple[float, list[str]]:
-    """IDF-weighted share of the query's terms found in the document, and which they are."""
-    total = sum(weights.get(t, 0.0) for t in query_terms)
+    """IDF-weighted share of the query's terms found in the document, and which they are.
+
+    Terms the store has never seen get the mean weight of those it has: with the plain IDF of an
+    unseen term they would outweigh everything in a small store, and one stray word in a query
+    would hide a record that matches the rest.
+    """
+    known = [weights[t] for t in query_terms if weights.get(t, 0.0) > 0.0]
+    if not known:
+        return 0.0, []
+    mean = sum(known) / len(known)
     matched = [t for t in query_terms if t in doc_terms]
-    if total <= 0.0 or not matched:
+    if not any(t not in GENERIC for t in matched):
         return 0.0, matched
-    return sum(weights.get(t, 0.0) for t in matched) / total, matched
+    total = sum(weights.get(t) or mean for t in query_terms)
+    return sum(weights.get(t) or mean for t in matched) / total, matched

@@ -35,7 +35,7 @@ OUTDATED_FACTOR = 0.2
 RECENCY_HALF_LIFE_DAYS = 90.0
 # Below this IDF-weighted share of the query a lexical match is noise (a shared `error` or `file`),
 # not evidence; shown as 0.00 and unable to make a hit on its own.
-LEXICAL_FLOOR = 0.2
+LEXICAL_FLOOR = 0.15
 SYMBOLS_FOR_FULL = 3
 MAX_QUERY_TERMS = 64
 RARE_TERMS = 8
@@ -144,7 +144,8 @@ def prepare(store: Store, query: Query) -> Prepared:
     symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
     terms = lexical.unique_terms(query.lexical_text())[:MAX_QUERY_TERMS]
     stats = store.term_stats(terms)
-    weights = {t: lexical.idf(stats.doc_counts.get(t, 0), stats.total) for t in terms}
+    # Weight 0 marks a term the store has never indexed (see lexical.coverage).
+    weights = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
     return Prepared(signatures, symbols, terms, weights, present[:RARE_TERMS])
 

@@ -371,7 +371,9 @@ class SQLiteStore(Store):
             for table in ("signatures", "symbols", "revisions", "session_reads", "session_notes", "records"):
                 db.execute(f"DELETE FROM {table} WHERE hex = ?", (hexid,))
             db.execute("DELETE FROM relations WHERE source_hex = ? OR target_hex = ?", (hexid, hexid))
-        # A purge is for leaked secrets: make sure the old pages do not linger in the file or the WAL.
+        # A purge is for leaked secrets: FTS5 keeps a deleted row's terms in its segments until they
+        # are merged, and freed pages linger in the file and the WAL until a checkpoint and VACUUM.
+        self._guard(lambda db: db.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')"))
         self._guard(lambda db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
         self._guard(lambda db: db.execute("VACUUM"))
         return True

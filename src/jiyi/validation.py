@@ -103,7 +103,10 @@ def fix(value: Any) -> Fix | None:
     content = value.get("content")
     if not isinstance(content, str):
         raise InvalidArgument("fix.content", "必须是字符串")
-    return Fix(kind, path=path, content=text("fix.content", content, max_len=CONFIG_MAX, strip=False))
+    # An empty file is a valid config fix (a marker such as py.typed), so only size and controls count.
+    if content and text("fix.content", content, max_len=CONFIG_MAX, strip=False) != content:
+        raise InvalidArgument("fix.content", "含有终端控制序列")
+    return Fix(kind, path=path, content=content)
 
 
 def note(args: dict[str, Any]) -> NoteInput:
