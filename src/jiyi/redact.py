@@ -36,11 +36,12 @@ _FORMATS: tuple[tuple[str, str], ...] = (
     ("slack-token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
     ("stripe-key", r"[rs]k_(?:live|test)_[0-9A-Za-z]{20,}"),
     ("anthropic-key", r"sk-ant-[\w-]{20,}"),
-    ("openai-key", r"sk-(?:proj-|svcacct-|admin-)?(?=[\w-]*\d)[\w-]{20,}"),
+    ("openai-key", r"sk-(?:proj-|svcacct-|admin-)?(?=[\w-]{0,255}\d)[\w-]{20,}"),  # a digit: not a-kebab-name
     ("google-api-key", r"AIza[\w-]{35}"),
     ("npm-token", r"npm_[A-Za-z0-9]{36}"),
     ("pypi-token", r"pypi-AgE[\w-]{50,}"),
-    ("jwt", r"eyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*"),
+    # The edge check inside the pattern: else `eyJeyJeyJ…` rescans the run from every eyJ.
+    ("jwt", r"eyJ(?<![\w-]eyJ)[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*"),
 )
 
 # Values that stand for a secret without being one: keeping them keeps the error text intact.
@@ -108,7 +109,9 @@ def _assignment(strict: bool) -> _Judge:
             start -= 1
         key = m.string[start : m.end("k")].lower()
         norm = _re(r"[\W_]+").sub("", key)
-        if norm.endswith("authorization") or m.string.startswith("://", max(start - 3, 0)):
+        if m.string[max(start - len(_MARK), 0) : start] == _MARK:
+            return None  # `[REDACTED:api-key]: …` is our own mark, not a key
+        if norm.endswith("authorization") or m.string[max(start - 3, 0) : start] == "://":
             return None  # the header and URL userinfo have their own rules, which keep more text
         if _placeholder(value) or (m["op"] in ("==", "!=", "===", "!==") and m["s3"]):
             return None  # `assert password == expected`: an unquoted operand is code, not a literal
@@ -151,9 +154,11 @@ def _rules() -> tuple[tuple[re.Pattern[str], str, _Judge | None, bool], ...]:
     rules: list[tuple[str, str, _Judge | None, bool]] = [(kind, rx, None, True) for kind, rx in _FORMATS]
     rules += [
         (
-            "private-key",  # the whole block; a truncated one (no END line) up to where its base64 stops
+            # The whole block; a truncated one (no END line) up to where its base64 stops. The body
+            # cannot cross `----`, which keeps the scan linear when BEGIN lines have no END.
+            "private-key",
             r"-{4,5} ?BEGIN(?: [A-Z0-9]+)* PRIVATE KEY(?: BLOCK)? ?-{4,5}"
-            r"(?:[\s\S]*?-{4,5} ?END(?: [A-Z0-9]+)* PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+            r"(?:[^-]*(?:-(?!---)[^-]*)*-{4,5} ?END(?: [A-Z0-9]+)* PRIVATE KEY(?: BLOCK)? ?-{4,5}"
             r"|(?:(?:\r?\n|\\r?\\n)[A-Za-z0-9+/=]+(?=\r?\n|\\[rn]|[\"']|$))*)",
             None,
             False,
