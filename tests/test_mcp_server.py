@@ -464,12 +464,6 @@ def test_note_in_one_server_is_found_and_read_in_another(mode: str) -> None:
     assert read_rr == read  # lr_ and rr_ with the same hex name the same record
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="signature_rules.py only takes a link symbol from 'undefined symbol: X' (with a colon); the seed's "
-    "own line 'ld: undefined symbol deflate' gives analyze(...).symbols == () so code_symbol shows '-' (0.00), "
-    "where the seed's example shows 'code_symbol deflate (0.20)'",
-)
 def test_the_seeds_error_line_matches_on_its_code_symbol() -> None:
     with served("a") as server_a, served("b") as server_b:
         call_once("auto", server_a, "memory_note", ZLIB)

@@ -30,8 +30,7 @@ STOPWORDS = frozenset(
 # Words that occur in almost every error: matching only these is no evidence of the same error.
 GENERIC = frozenset(
     """error errors failed fail failure fatal warning line file files found cannot could unable command exit code
-    status returned exception traceback recent call last most see run running build make"""
-    .split()
+    status returned exception traceback recent call last most see run running build make""".split()
 )
 
 

@@ -3,12 +3,13 @@
 The same failure met in another project prints other paths, versions, line numbers and log noise;
 its signature must not change. Two failures with different fixes must not share one, so what
 decides a fix is never masked: exit codes, HTTP statuses, errno names, error codes (E0425,
-TS2304), exception types, module and symbol names, and identifiers keep their case.
+TS2304), exception types, module and symbol names; identifiers keep their case.
 
 Pipeline: bound the input, NFKC, strip ANSI codes; clean each line of CI decorations; pick at most
 two key lines (wrappers such as ``make: ***`` never qualify); rewrite well-known failures to one
-canonical wording (:data:`signature_rules.TEMPLATES`); mask what varies; sha256 with the versioned
-:data:`ALGORITHM` name in front, so a later algorithm never collides with this one.
+canonical wording (``signature_rules.TEMPLATES``); mask what varies; sha256 with the versioned
+:data:`ALGORITHM` in front, so signatures of a later algorithm never collide with these. The
+normalised lines are kept by the store so records can be re-signed after a change.
 """
 
 from __future__ import annotations
@@ -26,215 +27,282 @@ ALGORITHM: str = "jiyi-sig-1"
 # final exception and the summary; the middle of a 10 MB log is build chatter.
 MAX_CHARS = 200_000
 HEAD_LINES, TAIL_LINES = 100, 300
-MAX_LINE = 1_000
+MAX_LINE = 800
+MAX_ESCAPED = 50_000  # a whole log pasted as one escaped string is split before lines are cut
 MAX_KEY_LINES = 2
 MAX_SYMBOLS = 32
+TOOL_WINDOW = 8  # lines around a key line (and at the top and bottom) where the tool shows
 
 
 @dataclass(frozen=True)
 class Analysis:
-    key_lines: tuple[str, ...]
-    normalized: tuple[str, ...]
-    signatures: tuple[str, ...]
-    symbols: tuple[str, ...]
+    key_lines: tuple[str, ...]  # original wording, decorations stripped (≤ 2)
+    normalized: tuple[str, ...]  # what is hashed
+    signatures: tuple[str, ...]  # "sha256:" + hex, one per distinct normalised line
+    symbols: tuple[str, ...]  # code symbols of the whole text, order of first appearance (≤ 32)
     tool: str | None
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]", re.ASCII)
-# A log pasted as an escaped string ("...\nfatal: x\n"): its "\n" are line breaks. Not when the
-# line holds a Windows path, where "\n" is the start of a folder name (C:\node-project).
+_EMPTY = Analysis((), (), (), (), None)
+_A = re.ASCII
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]", _A)
+# A log pasted as an escaped string ("...\nfatal: x\n"): its "\n" are line breaks. Not in a line
+# with a Windows path, where "\n" starts a folder name (C:\node-project).
 _ESCAPED_NL = re.compile(r"(?:\\r)?\\n")
-_WINDOWS_PATH = re.compile(r"(?:^|[^A-Za-z])[A-Za-z]:\\|\\[\w.-]{2,}\\[\w.-]{2,}\\", re.ASCII)
+_WINDOWS_PATH = re.compile(r"(?:^|[^A-Za-z])[A-Za-z]:\\|\\[\w.-]{2,}\\[\w.-]{2,}\\", _A)
 
 
 def _lines(text: str) -> list[str]:
     if len(text) > MAX_CHARS:
         text = text[: MAX_CHARS // 4] + "\n" + text[-(MAX_CHARS * 3 // 4) :]
-    text = _ANSI.sub("", unicodedata.normalize("NFKC", text))
-    lines = text.splitlines()
-    if len(lines) > HEAD_LINES + TAIL_LINES:
-        lines = lines[:HEAD_LINES] + lines[-TAIL_LINES:]
+    if not text.isascii():  # a lone surrogate could not be hashed, stored or sent: make it "?"
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    lines = _ANSI.sub("", unicodedata.normalize("NFKC", text)).splitlines()
     out: list[str] = []
-    for line in lines:
-        line = line[:MAX_LINE]
-        if "\\n" in line and not _WINDOWS_PATH.search(line):
-            unescaped = line.replace('\\"', '"').replace("\\'", "'").replace("\\t", "\t")
-            out.extend(_ESCAPED_NL.split(unescaped))
+    for line in _head_and_tail(lines):
+        head = line[:MAX_ESCAPED]
+        if ("\\n" in head or '\\"' in head) and not _WINDOWS_PATH.search(head):
+            unescaped = head.replace('\\"', '"').replace("\\'", "'").replace("\\t", "\t")
+            out.extend(piece[:MAX_LINE] for piece in _ESCAPED_NL.split(unescaped))
         else:
-            out.append(line)
-    return out
+            out.append(line[:MAX_LINE])
+    return _head_and_tail(out)  # again: an escaped log may have become many lines
+
+
+def _head_and_tail(lines: list[str]) -> list[str]:
+    return lines if len(lines) <= HEAD_LINES + TAIL_LINES else lines[:HEAD_LINES] + lines[-TAIL_LINES:]
 
 
 def _content(line: str) -> tuple[str, bool]:
-    """The line without decorations (timestamps, container names, quote marks); and is it a prompt."""
-    s = line.strip()
+    """The line without decorations (timestamps, container names, quote marks); is it a prompt.
+
+    Runs of white space become one space first: re-indented or re-wrapped output is the same error.
+    """
+    s = " ".join(line.split())
     if R.PROMPT.match(s):
         return s, True
     for _ in range(8):
         m = R.PREFIXES.match(s)
-        if m is None or not m.end():
-            q = R.QUOTED_LINE.match(s)
-            if q is None:
-                break
-            s = q.group(2)
+        if m is not None and m.end():
+            s = s[m.end() :]
             continue
-        s = s[m.end() :]
+        q = R.QUOTED_LINE.match(s)
+        if q is None:
+            break
+        s = q.group(2)
     return s.strip(), bool(R.PROMPT.match(s))
-
-
-def _template(content: str) -> str | None:
-    lower = content.lower()
-    for needle, rx, build in R.TEMPLATES:
-        if needle in lower:
-            m = rx.search(content)
-            if m:
-                return build(m)
-    return None
 
 
 @dataclass
 class _Candidate:
-    tier: int  # 0 canonical template, 1 explicit error, 2 error-ish words, 3 anything else
+    tier: int  # 0 well-known failure, 1 explicit error, 2 error-ish words
     exception: bool
     index: int
     content: str
     canonical: str | None
 
     def order(self) -> tuple[int, int, int]:
-        # Exceptions: the last one (the outermost of a chained traceback) speaks for the failure;
-        # everything else: the first error, as later ones are often its consequences.
+        # Exceptions: the last one (the outermost of a chained traceback) speaks for the failure.
+        # Anything else: the first error; later ones are often its consequences.
         if self.exception:
             return (self.tier, 0, -self.index)
         return (self.tier, 1, self.index)
 
 
 def _classify(index: int, content: str) -> _Candidate | None:
-    if not content or R.WRAPPERS.search(content):
-        return None
-    canonical = _template(content)
+    """A key-line candidate, or None for a line that cannot be one (wrappers, chatter, notes)."""
+    lower = content.lower()
+    canonical = R.canonical(content, lower)
     body = R.SEVERITY.sub("", content, count=1)
     exception = bool(R.EXCEPTION.match(content) or R.EXCEPTION.match(body))
-    if canonical is not None:
-        return _Candidate(0, exception, index, content, canonical)
-    if R.CONTEXT.search(content):
-        return _Candidate(3, False, index, content, None)
+    # Most lines of a log are chatter: one cheap keyword search settles them before the big tables.
+    if canonical is None and not exception and not R.WEAK.search(lower) and not R.STRONG_START.match(content):
+        return None
+    if R.is_wrapper(content, lower):
+        return None
     if exception:
-        weak = bool(R.WEAK_EXCEPTIONS.match(body))
-        return _Candidate(2 if weak else 1, not weak, index, content, None)
-    if R.STRONG.search(content):
-        return _Candidate(1, False, index, content, None)
-    return _Candidate(2 if R.WEAK.search(content) else 3, False, index, content, None)
+        # A well-known exception is not promoted past a later one: of a chained traceback the
+        # last exception stays the first key line, the earlier one the second.
+        weak = canonical is None and bool(R.WEAK_EXCEPTIONS.match(body))
+        return _Candidate(2 if weak else 1, not weak, index, content, canonical)
+    if canonical is not None:
+        return _Candidate(0, False, index, content, canonical)
+    if R.CONTEXT.search(content):
+        return None
+    return _Candidate(1 if R.is_strong(content, lower) else 2, False, index, content, None)
 
 
-# -- masking: what varies between two occurrences of one failure --------------------------------------
+def _candidates(lines: list[str]) -> list[_Candidate]:
+    found: list[_Candidate] = []
+    promote = False
+    for i, line in enumerate(lines):
+        content, prompt = _content(line)
+        if prompt or not content:
+            continue
+        if R.HEADERS.search(content):
+            # "thread 'main' panicked at '", "CMake Error at x:1 (f):": the message follows.
+            promote = True
+            continue
+        c = _classify(i, content)
+        if promote and not R.is_wrapper(content, content.lower()):
+            c = c or _Candidate(1, False, i, content, None)
+            c.tier = min(c.tier, 1)
+        promote = False
+        if c is not None:
+            found.append(c)
+    return sorted(found, key=_Candidate.order)
 
-_A = re.ASCII
+
+# -- Masking: what varies between two occurrences of one failure --------------------------------------
+
 _TRAILERS = [
     re.compile(r"\s*->\s*\[Help [0-9]+\]\s*$", _A),
-    re.compile(r"[.,]?\s*Did you mean[:]? .*$", _A),
+    # suggestions vary by version and by what else is in scope (Python 3.10+, gcc, rustc)
+    re.compile(r"[.,;]?\s*\b[Dd]id you mean:? [^?\n]*\?", _A),
+    re.compile(r"[.,]?\s*Did you mean:? .*$", _A),
+    re.compile(r"\s*\(from versions:[^)]*\)?", _A),  # pip: what the index happened to hold that day
     # a trailing "(path)" of an ImportError, even cut short: where the module lives, not what failed
     re.compile(r"\s*\((?:[A-Za-z]:[\\/]|[\\/]|~[\\/]|\.{1,2}[\\/])[^()]*\)?\s*\.?$", _A),
 ]
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"`<>)\]]+", _A)
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.-]+\b", _A)
+# Maven names the user's project in its goal lines.
+_PROJECT = re.compile(r"\b(on|for) project [\w.-]+(?::[\w.-]+)*", _A)
+_URL = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"`<>)\]]+", _A)
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+\b", _A)
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", _A)
 _TIME = re.compile(
-    r"\b[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2})?(?:[.,][0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+    r"\b[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2})?(?:[.,][0-9]+)?)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"|\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:\s?[AP]M)?\b",
     _A,
 )
 _PATH = re.compile(
     r"""(?<![\w.@+$%-])(?:
-        (?:[A-Za-z]:[\\/]|\\\\|~[\\/]|\.{1,2}[\\/]|[\\/](?=[\w.@%\[$-]))[^\s'"`<>|:;,(){}]*
-      | [\w.@+-]+(?:[\\/][\w.@+\[\]-]+){2,}[\\/]?
-      | [\w.@+-]+[\\/][\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,7}
+        (?:[A-Za-z]:[\\/]|\\\\|~[\\/]|\.{1,2}[\\/]|[\\/](?=[\w.@%\[$-]))[^\s'"`<>|:;,(){}]*   # absolute, ./, ~/
+      | [\w.@+-]+(?:[\\/][\w.@+\[\]-]+){2,}[\\/]?                                           # a/b/c
+      | [\w.@+-]+[\\/][\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,7}                            # a/b.ext
     )(?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))?""",
     re.VERBOSE | _A,
 )
+_LINE_COL = re.compile(r"(?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))$", _A)
 _PACKAGE_DIR = re.compile(r"(?:site-packages|dist-packages|node_modules)[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)", _A)
-_TEMP = re.compile(r"^(?:cc[A-Za-z0-9]{6}|[\w-]+\.[A-Za-z0-9]{6}|tmp[\w]{6,10})(?=\.|$)", _A)
+# Temporary files, by name rather than folder (a reproduction run in /tmp is still the same
+# failure): gcc's /tmp/ccXXXXXX.o, LTO's name.XXXXXX.ltrans0.ltrans.o, Python's tmpXXXXXXXX.
+_TEMP_NAME = (
+    r"(?:cc(?=[a-z0-9]*[A-Z0-9])[A-Za-z0-9]{6}(?:\.ltrans[0-9]*\.ltrans)?(?P<e1>\.[a-z]{1,3})"
+    r"|[\w-]+\.[A-Za-z0-9]{6}\.ltrans[0-9]*\.ltrans(?P<e2>\.o)|tmp(?=[a-z_]*[0-9])[a-z0-9_]{6,8}(?P<e3>\.[A-Za-z0-9]+)?)"
+)
+_TEMP = re.compile(rf"^{_TEMP_NAME}$", _A)
+_TEMP_WORD = re.compile(rf"(?<![\w.<-]){_TEMP_NAME}(?![\w-])", _A)
+# An extension-less basename of an absolute path is mostly a user's folder (a project root, a
+# home); in these places it is a program or a device, which says what failed.
+_KEEP_DIR = re.compile(r"^(?:/usr(?:/local)?)?/s?bin/|^/(?:etc|dev|proc|sys)/|^/opt/[^/]+/bin/", _A)
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", _A)
 _SECTION = re.compile(r"\(\.[\w.$]+(?:\[[^\]]*\])?\+0x[0-9a-fA-F]+\)", _A)
-_IP = re.compile(r"\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]{1,5})?\b|\[[0-9a-fA-F:]*:[0-9a-fA-F:]*\](?::[0-9]{1,5})?", _A)
-_PORT = re.compile(r"(?:(?<=localhost:)|(?<=:::)|(?<=\]:))[0-9]{2,5}\b", _A)
-_HEX = re.compile(
-    r"\b0x[0-9a-fA-F]+\b|(?<![A-Za-z0-9_])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,}(?![A-Za-z0-9_])"
-    r"|(?<![A-Za-z0-9_])(?=[0-9A-F]*[0-9])(?=[0-9A-F]*[A-F])[0-9A-F]{8,}(?![A-Za-z0-9_])",
+# IPv4[:port], [v6]:port, :::port, localhost:port: whichever address a service tried.
+_ADDR = re.compile(
+    r"\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]{1,5})?\b|\[[0-9a-fA-F]*:[0-9a-fA-F:]*\](?::[0-9]{1,5})?|:::[0-9]{1,5}\b"
+    r"|\blocalhost:[0-9]{1,5}\b",
     _A,
 )
+_HEX = re.compile(
+    r"\b0x[0-9a-fA-F]+\b|(?<![A-Za-z0-9_])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,}(?![A-Za-z0-9_])"
+    # upper-case ids; not OpenSSL's "error:0308010C:digital envelope routines", a code
+    r"|(?<![A-Za-z0-9_])(?=[0-9A-F]*[0-9])(?=[0-9A-F]*[A-F])[0-9A-F]{8,}(?![A-Za-z0-9_]|:[A-Za-z])",
+    _A,
+)
+_SIZE = re.compile(r"(?<![A-Za-z0-9_.])[0-9]+(?:\.[0-9]+)?\s?(?:[KMGTP]i?B|kB|bytes?)(?![A-Za-z0-9_])", _A)
 _DURATION = re.compile(
     r"(?<![A-Za-z0-9_.])[0-9]+(?:\.[0-9]+)?\s?(?:ms|s|sec|secs|seconds?|mins?|minutes?|h|hours?)(?![A-Za-z0-9_])", _A
 )
+# Integers, decimals, versions (v1.2.3-rc1, 17.0.1+12-LTS): one placeholder, as one failure prints
+# "major version 61" in one place and "class file version 55.0" in another.
 _NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_])v?[0-9]+(?:[.,][0-9]+)*(?:[-+~][0-9A-Za-z][0-9A-Za-z.+~-]*)?(?![A-Za-z0-9_])"
-    r"|(?<![A-Za-z0-9_.])v?[0-9]+(?:\.[0-9]+)+(?=[A-Za-z])",
+    r"(?<![A-Za-z0-9_])(?:v(?=[0-9]+\.[0-9]))?[0-9]+(?:[.,][0-9]+)*(?:[-+~][0-9A-Za-z][0-9A-Za-z.+~-]*)?(?![A-Za-z0-9_])"
+    r"|(?<![A-Za-z0-9_.])(?:v(?=[0-9]+\.[0-9]))?[0-9]+(?:\.[0-9]+)+(?=[A-Za-z])",
     _A,
 )
-# Numbers that change the fix: exit codes, statuses, errno, signals; a range a version must meet.
+# Numbers that change the fix: exit codes, statuses, errno, signals, curl codes, a soname's
+# version, and a version range something must meet (">=3.12").
 _KEEP_BEFORE = re.compile(
-    r"(?:exit\s(?:code|status)|status(?:\scode)?|\bcode|errno|os\serror|signal|HTTP(?:/[0-9.]+)?|returned|\[Errno"
-    r"|>=|<=|~=|[<>^~])[\s:=(]*$",
+    r"(?:exit\s(?:code|status)|status(?:\scode)?|\bcode|errno|\berror|WinError|signal|HTTP(?:/[0-9.]+)?|returned|\[Errno"
+    r"|\bcurl|\.so\.|>=|<=|~=|[<>^~])[\s:=(]*$",
     re.IGNORECASE | _A,
 )
-_HTTP_STATUS = re.compile(r"\s[A-Z][a-z]", _A)
-_PLURAL = re.compile(r"(<n> (?:error|warning|file|line|test|item|package|problem|module|target|crate|job|issue))s\b", _A)
+_HTTP_REASON = re.compile(r"\s[A-Z][a-z]", _A)
+_PLURAL = re.compile(
+    r"(<n> (?:error|warning|file|line|test|item|package|problem|module|target|crate|job|issue|dependenc))(?:s|ies)\b",
+    _A,
+)
 _SPACE = re.compile(r"\s+")
+_WERROR = re.compile(r"\[-Werror=", _A)
+_JAVA_INNER = re.compile(r"(?<![\w$.])(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception):\s", _A)
 
 
 def _path(m: re.Match[str]) -> str:
-    raw = re.sub(r"(?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))$", "", m.group(0), flags=_A)
+    raw = _LINE_COL.sub("", m.group(0))
     parts = [p for p in re.split(r"[\\/]+", raw) if p and p not in (".", "..", "~")]
     if not parts:
         return raw
-    base = _TEMP.sub("<tmp>", parts[-1])
+    base = parts[-1]
+    if _TEMP.match(base):
+        return _TEMP.sub(_temp, base)
     pkg = None
     for pm in _PACKAGE_DIR.finditer(raw):
         pkg = pm.group(1).replace("\\", "/")
-    if pkg and pkg.split("/")[-1] != parts[-1]:
-        return f"{pkg}/{base}"
-    return base
+    if pkg:
+        return pkg if pkg.split("/")[-1] == base else f"{pkg}/{base}"
+    if _EXTENSION.search(base):
+        return base
+    if raw[:1] in "/\\~" or raw[1:2] == ":":
+        return base if _KEEP_DIR.match(raw) else "<dir>"
+    # a/b/c without an extension is rather a name than a place: a Go import path, a Node module
+    # specifier, a Java class (github.com/mattn/go-sqlite3, webpack-cli/bin/config-yargs)
+    return raw
+
+
+def _temp(m: re.Match[str]) -> str:
+    return "<tmp>" + (m.group("e1") or m.group("e2") or m.group("e3") or "")
 
 
 def _number(m: re.Match[str]) -> str:
-    before = m.string[max(0, m.start() - 24) : m.start()]
+    if _KEEP_BEFORE.search(m.string, max(0, m.start() - 24), m.start()):
+        return m.group(0)
     token = m.group(0)
-    if _KEEP_BEFORE.search(before):
-        return token
-    if len(token) == 3 and token[0] in "12345" and _HTTP_STATUS.match(m.string, m.end()):
-        return token
+    if len(token) == 3 and token.isdigit() and token[0] in "12345" and _HTTP_REASON.match(m.string, m.end()):
+        return token  # "404 Not Found"
     return "<n>"
 
 
 def _mask(s: str) -> str:
     for rx in _TRAILERS:
         s = rx.sub("", s)
+    s = _PROJECT.sub(r"\1 project <project>", s)
     s = _URL.sub("<url>", s)
     s = _EMAIL.sub("<email>", s)
     s = _UUID.sub("<uuid>", s)
     s = _TIME.sub("<time>", s)
     s = _PATH.sub(_path, s)
+    s = _TEMP_WORD.sub(_temp, s)
     s = _SECTION.sub("", s)
-    s = _IP.sub("<ip>", s)
-    s = _PORT.sub("<port>", s)
+    s = _ADDR.sub("<addr>", s)
     s = _HEX.sub("<hex>", s)
+    s = _SIZE.sub("<size>", s)
     s = _DURATION.sub("<duration>", s)
     s = _NUMBER.sub(_number, s)
     s = _PLURAL.sub(r"\1", s)
-    s = s.replace("%PATH%", "$PATH")
+    s = _WERROR.sub("[-W", s)  # [-Werror=x] is [-Wx] under -Werror
+    # Windows spells $PATH %PATH%; OpenSSL 3 writes "self-signed" where 1.1 wrote "self signed".
+    s = s.replace("%PATH%", "$PATH").replace("self signed", "self-signed")
     return _SPACE.sub(" ", s).strip().rstrip(".:;, ")[:500]
-
-
-_JAVA_INNER = re.compile(r"(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception):\s", _A)
 
 
 def _normalize(c: _Candidate) -> str:
     if c.canonical is not None:
         return _mask(c.canonical)
     s = c.content
-    for _ in range(3):
+    for _ in range(4):  # "error: ld: x.o: error: msg", "E   FAILED ..."
         before = s
-        s = R.SEVERITY.sub("", s, count=1)
-        s = R.OBJECT_PREFIX.sub("", s, count=1)
-        s = R.LOCATION.sub("", s, count=1)
+        s = R.LOCATION.sub("", R.SEVERITY.sub("", s, count=1), count=1)
         if s == before:
             break
     # "Failed to execute goal …: java.lang.RuntimeException: java.lang.X: msg" is about X.
@@ -248,62 +316,55 @@ def _digest(normalized: str) -> str:
     return "sha256:" + hashlib.sha256(f"{ALGORITHM}\n{normalized}".encode()).hexdigest()
 
 
-def _key_candidates(lines: list[str]) -> list[_Candidate]:
-    found: list[_Candidate] = []
-    promote = False
-    for i, line in enumerate(lines):
-        content, prompt = _content(line)
-        if prompt or not content:
-            continue
-        if R.HEADERS.search(content):
-            # "thread 'main' panicked at '" / "CMake Error at x:1 (f):": the message is what follows
-            promote = True
-            continue
-        c = _classify(i, content)
-        if c is not None and promote and c.tier > 1:
-            c.tier = 1
-        promote = promote and c is None
-        if c is not None:
-            found.append(c)
-    return sorted(found, key=_Candidate.order)
-
-
 def analyze(text: str) -> Analysis:
     """Key lines, their normalised forms and signatures, code symbols and tool of an error text."""
     try:
-        return _analyze(text if isinstance(text, str) else str(text))
+        return _analyze(text) if isinstance(text, str) else _EMPTY
     except Exception:  # a signature is a hint: no input may break a search or a note
-        return Analysis((), (), (), (), None)
+        return _EMPTY
 
 
 def _analyze(text: str) -> Analysis:
-    if not text.strip():
-        return Analysis((), (), (), (), None)
     lines = _lines(text)
     keys: list[str] = []
     norms: list[str] = []
-    for c in _key_candidates(lines):
-        if c.tier > 2:
+    near: list[int] = []
+    limit = 2
+    for tried, c in enumerate(_candidates(lines)):
+        # Beside an explicit error, a line that merely sounds like one ("pkg-config exited with
+        # status code 1") is no second key: it would make look-alike failures share a signature.
+        if c.tier > limit or tried == 20:  # 20: a log repeating one error a thousand times
             break
         n = _normalize(c)
         if n and n not in norms:
             keys.append(c.content[:500])
             norms.append(n)
+            near.append(c.index)
+            limit = max(c.tier, 1)
             if len(keys) == MAX_KEY_LINES:
                 break
-    joined = "\n".join(lines)
+    if not keys and all(not line.strip() for line in lines):
+        return _EMPTY
+    # The tool shows in the key lines, else next to them or in the command at the top; a whole
+    # 400-line log would cost more than everything else together.
+    window = {i for k in near for i in range(k - TOOL_WINDOW, k + TOOL_WINDOW)}
+    window.update(range(TOOL_WINDOW), range(len(lines) - TOOL_WINDOW, len(lines)))
+    context = "\n".join(lines[i][:300] for i in sorted(window) if 0 <= i < len(lines))
     return Analysis(
         tuple(keys),
         tuple(norms),
         tuple(dict.fromkeys(_digest(n) for n in norms)),
-        R.symbols(joined, MAX_SYMBOLS),
-        R.tool(keys, joined),
+        R.symbols("\n".join(lines), MAX_SYMBOLS),
+        R.tool(keys, context),
     )
 
 
 def key_line(text: str) -> str:
-    """The first key line of ``text``; else its first non-empty line; else ""."""
+    """The first key line of ``text``; else its first non-empty line (cleaned); else ""."""
     found = analyze(text).key_lines
-    if found:
-        return found[0]
-    return next((line.strip() for line in text.splitlines() if line.strip()), "") if isinstance(text, str) else ""
+    if found or not isinstance(text, str):
+        return found[0] if found else ""
+    try:
+        return next((c for c in (_content(line)[0] for line in _lines(text)) if c), "")
+    except Exception:
+        return ""
