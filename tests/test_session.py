@@ -244,3 +244,14 @@ def test_secrets_are_redacted_before_storing(memory: jiyi.Memory, jiyi_home: Pat
     memory.close()
     blob = b"".join(p.read_bytes() for p in jiyi_home.glob("jiyi.db*"))
     assert token.encode() not in blob
+
+
+def test_unknown_note_fields_and_missing_values_are_named(memory: jiyi.Memory) -> None:
+    session = memory.session(project="p")
+    assert session.call("memory_note", {**ZLIB, "tags": ["x"]}).text.startswith("参数无效：tags：")
+    extra = note()
+    extra["content"]["notes"] = "x"
+    assert session.call("memory_note", extra).text.startswith("参数无效：content.notes：")
+    assert session.call("memory_search", {}).text.startswith("参数无效：query：必填")
+    assert session.call("memory_read", {}).text.startswith("参数无效：ref：必填")
+    assert memory.store.count() == 0

@@ -131,3 +131,11 @@ def test_concurrent_writer_processes_lose_nothing(jiyi_home: Path) -> None:
         revisions = sum(len(memory.store.revisions(r.hex)) for r in memory.store.iter_records())
         assert revisions == workers * count
         assert memory.store.integrity_check() == []
+
+
+def test_store_that_cannot_be_opened_is_unavailable(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be")
+    with jiyi.Memory(home=blocker) as memory:
+        result = memory.session(project="p").call("memory_search", {"query": "x"})
+        assert (result.text, result.is_error) == ("记忆暂不可用\n错误码：E_UNAVAILABLE", True)

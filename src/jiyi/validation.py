@@ -31,6 +31,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def text(field: str, value: Any, *, max_len: int, multiline: bool = True, strip: bool = True) -> str:
+    if value is None:
+        raise InvalidArgument(field, "必填")
     if not isinstance(value, str):
         raise InvalidArgument(field, "必须是字符串")
     # Pasted terminal output carries colour codes: they are noise, not an error.
@@ -66,6 +68,8 @@ def limit(value: Any) -> int:
 
 
 def ref(value: Any, field: str = "ref") -> tuple[str, str]:
+    if value is None:
+        raise InvalidArgument(field, "必填")
     if not isinstance(value, str):
         raise InvalidArgument(field, "必须是字符串")
     parts = split_ref(value.strip())
@@ -109,13 +113,22 @@ def fix(value: Any) -> Fix | None:
     return Fix(kind, path=path, content=content)
 
 
+NOTE_FIELDS = ("title", "type", "scope", "content", "topic_key", "fix", "evidence_refs", "relates_to")
+
+
 def note(args: dict[str, Any]) -> NoteInput:
+    unknown = sorted(set(args) - set(NOTE_FIELDS))
+    if unknown:
+        raise InvalidArgument(unknown[0], "不是 memory_note 的参数")
     title = text("title", args.get("title"), max_len=TITLE_MAX, multiline=False)
     kind = _choice("type", args.get("type"), TYPES)
     scope = _choice("scope", args.get("scope"), SCOPES)
     content = args.get("content")
     if not isinstance(content, dict):
         raise InvalidArgument("content", "必须是含 what、why、where、learned 的对象")
+    extra = sorted(set(content) - set(CONTENT_MAX))
+    if extra:
+        raise InvalidArgument(f"content.{extra[0]}", "content 只有 what、why、where、learned 四项")
     parts = {key: text(f"content.{key}", content.get(key), max_len=m) for key, m in CONTENT_MAX.items()}
     topic = args.get("topic_key")
     if topic is not None:
