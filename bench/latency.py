@@ -54,14 +54,16 @@ def generated(rng: random.Random, count: int) -> list[Record]:
     for _ in range(count):
         what_t, title_t = rng.choice(TEMPLATES)
         values = {"sym": name(rng), "mod": name(rng)}
+        # fmt: off
         out.append(
             Record(
                 hex=new_hex(), title=title_t.format(**values), type="bugfix", scope="global",
                 what=what_t.format(**values), why="generated", where="generated", learned="generated",
                 project=f"proj{rng.randint(0, 50)}", project_key=f"proj{rng.randint(0, 50)}",
                 session_id="bench", created=now(), updated=now(), environment={"os": "linux"},
-            )  # fmt: skip
+            )
         )
+        # fmt: on
     return out
 
 
