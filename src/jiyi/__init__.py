@@ -14,22 +14,61 @@ The library imports without the CLI or the MCP server stack (click, rich, mcp lo
 
 from __future__ import annotations
 
-from .config import Settings
-from .errors import (
-    Forbidden,
-    InvalidArgument,
-    JiyiError,
-    NotesDisabled,
-    NotFound,
-    ReadBudgetSpent,
-    Unauthorized,
-    Unavailable,
-)
-from .memory import Memory
-from .project import Project
-from .ranking import Hit, Signal
-from .records import Fix, Record, Revision
-from .session import NoteResult, ReadResult, Session, ToolResult
+import typing
+
+if typing.TYPE_CHECKING:
+    from .config import Settings
+    from .errors import (
+        Forbidden,
+        InvalidArgument,
+        JiyiError,
+        NotesDisabled,
+        NotFound,
+        ReadBudgetSpent,
+        Unauthorized,
+        Unavailable,
+    )
+    from .memory import Memory
+    from .project import Project
+    from .ranking import Hit, Signal
+    from .records import Fix, Record, Revision
+    from .session import NoteResult, ReadResult, Session, ToolResult
+
+# Names load on first use (PEP 562), so `jiyi hook` pays only for what recording needs.
+_LAZY = {
+    "Settings": "config",
+    "Forbidden": "errors",
+    "InvalidArgument": "errors",
+    "JiyiError": "errors",
+    "NotesDisabled": "errors",
+    "NotFound": "errors",
+    "ReadBudgetSpent": "errors",
+    "Unauthorized": "errors",
+    "Unavailable": "errors",
+    "Memory": "memory",
+    "Project": "project",
+    "Hit": "ranking",
+    "Signal": "ranking",
+    "Fix": "records",
+    "Record": "records",
+    "Revision": "records",
+    "NoteResult": "session",
+    "ReadResult": "session",
+    "Session": "session",
+    "ToolResult": "session",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jiyi' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

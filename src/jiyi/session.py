@@ -178,11 +178,12 @@ class Session:
         return NoteResult(record, similar, formats.note_text(record, similar))
 
     def observe_tool_result(self, tool: str, *, ok: bool, error: str | None = None) -> None:
-        """Report an agent's tool call: a failure becomes the session's last failure."""
-        store = self._store()
-        if ok:
-            return
-        store.set_failure(self.id, tool, redact(error or "")[:20000] or None)
+        """Report an agent's tool call (what ``jiyi hook`` and ``jiyi run`` do): a failure becomes
+        the session's last failure (error redacted and capped); a success is recorded as the
+        session's activity and leaves the last failure in place."""
+        from .hook import record_tool_result
+
+        record_tool_result(self._store(), self.id, tool, ok=ok, error=error)
 
     # -- tool texts --------------------------------------------------------------------------
     def search_text(self, query: Any, limit: Any = None) -> str:

@@ -14,13 +14,15 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import migrations
 from .errors import Unavailable
-from .indexing import Derived
 from .records import Fix, Record, Relation, Revision, now
 from .store import SessionState, Store, TermStats
+
+if TYPE_CHECKING:
+    from .indexing import Derived
 
 T = TypeVar("T")
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .indexing import Derived
 from .records import Record, Revision
+
+if TYPE_CHECKING:
+    # Only named in signatures: the store opens without the signature rules (the hook's path).
+    from .indexing import Derived
 
 
 @dataclass

@@ -1,27 +1,64 @@
 """The ``jiyi`` command: a thin layer over the library, split by command group.
 
 ``records`` holds the tool commands (search, read, note) and record management (list, show,
-forget); ``data`` export/import, stats and doctor; ``serve`` the MCP server.
+forget); ``data`` export/import, stats and doctor; ``serve`` the MCP server; ``capture`` the hook
+and the run wrapper.
+
+``main`` is the console entry. ``jiyi hook <agent>`` runs on every tool call of an agent, so it goes
+to ``jiyi.hook`` before click (or anything else the other commands need) is imported; everything
+else — including ``jiyi hook --help`` — is the click group, which ``main`` stands for wherever a
+click command is expected (``CliRunner().invoke(main, …)``).
 """
 
 from __future__ import annotations
 
-import click
+import sys
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from .. import __version__
-from . import data, records, serve
+if TYPE_CHECKING:
+    import click
 
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="jiyi")
-def main() -> None:
-    """jiyi (记忆): a memory of failures already met, for coding agents and people.
-
-    Data lives under JIYI_HOME (default: the platform data folder); settings come from
-    config.toml in the user config folder, .jiyi.toml in the project, and JIYI_* variables.
-    """
+_HELP = {"-h", "--help"}
 
 
-for group in (records, data, serve):
-    for command in group.COMMANDS:
-        main.add_command(command)
+@cache
+def group() -> click.Group:
+    """The click group of every command."""
+    import click
+
+    from .. import __version__
+    from . import capture, data, records, serve
+
+    @click.group("jiyi", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="jiyi")
+    def jiyi() -> None:
+        """jiyi (记忆): a memory of failures already met, for coding agents and people.
+
+        Data lives under JIYI_HOME (default: the platform data folder); settings come from
+        config.toml in the user config folder, .jiyi.toml in the project, and JIYI_* variables.
+        """
+
+    for module in (records, data, serve, capture):
+        for command in module.COMMANDS:
+            jiyi.add_command(command)
+    return jiyi
+
+
+class _Entry:
+    """Called with no arguments (the console script, ``python -m jiyi``): dispatches on
+    ``sys.argv``. Anything else is the click group's."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        argv = sys.argv[1:]
+        if not args and not kwargs and argv[:1] == ["hook"] and not _HELP & set(argv[1:]):
+            from ..hook import main as hook_main
+
+            sys.exit(hook_main(argv[1:]))
+        return group()(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(group(), name)
+
+
+main = _Entry()

@@ -1,0 +1,103 @@
+"""Capture commands: ``jiyi hook <agent>`` (an agent's hook event on stdin) and ``jiyi run -- <command>``.
+
+The console entry (``jiyi.cli.main``) sends ``jiyi hook <agent>`` straight to ``jiyi.hook`` before
+click is imported, so the command defined here serves ``jiyi hook --help`` and click's own callers.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections import deque
+from typing import IO
+
+import click
+
+from ..hook import AGENTS, MAX_ERROR
+
+
+@click.command("hook")
+@click.argument("agent", type=click.Choice(AGENTS))
+def hook_command(agent: str) -> None:
+    """Record one hook event of AGENT, read as JSON from stdin.
+
+    A failed tool call becomes the session's last failure, which every search of that session adds
+    to its query; the agent's session_id names the session and cwd the project. Never fails the
+    agent: problems go to stderr and the exit status is 0. For Claude Code, register it for
+    SessionStart, PostToolUse, PostToolUseFailure, Stop and SessionEnd.
+    """
+    from ..hook import main as hook_main
+
+    sys.exit(hook_main([agent]))
+
+
+@click.command(
+    "run",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_command(command: tuple[str, ...]) -> None:
+    """Run COMMAND, passing its output and exit status through, and record it as a `bash` call.
+
+    A non-zero exit status makes the tail of the command's output the last failure of the session
+    (JIYI_SESSION_ID names it), e.g. `jiyi run -- make test`.
+    """
+    code, tail = run(list(command))
+    if code != 0:
+        try:
+            from ..memory import Memory
+
+            with Memory() as memory:
+                memory.session().observe_tool_result("bash", ok=False, error=tail)
+        except Exception as exc:  # recording never changes what the command did
+            click.echo(f"jiyi run: not recorded: {type(exc).__name__}: {exc}", err=True)
+    sys.exit(code)
+
+
+def run(command: list[str], limit: int = MAX_ERROR) -> tuple[int, str]:
+    """Run ``command`` with its stdout and stderr copied through unchanged; returns the exit status
+    (128 + signal when killed, 127 when it cannot start) and the tail of its output, both streams
+    in the order they arrived."""
+    try:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as exc:
+        message = f"jiyi run: {command[0]}: {exc.strerror or exc}"
+        click.echo(message, err=True)
+        return 127, message
+    tail: deque[bytes] = deque()
+    kept = [0]
+    lock = threading.Lock()
+
+    def pump(source: IO[bytes], target: IO[bytes]) -> None:
+        read = getattr(source, "read1", source.read)
+        while chunk := read(65536):
+            target.write(chunk)
+            target.flush()
+            with lock:
+                tail.append(chunk)
+                kept[0] += len(chunk)
+                while kept[0] - len(tail[0]) >= 4 * limit:
+                    kept[0] -= len(tail.popleft())
+
+    assert child.stdout is not None and child.stderr is not None
+    pumps = [
+        threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer), daemon=True),
+        threading.Thread(target=pump, args=(child.stderr, sys.stderr.buffer), daemon=True),
+    ]
+    for thread in pumps:
+        thread.start()
+    while True:
+        try:
+            status = child.wait()
+            break
+        except KeyboardInterrupt:  # the child got the same signal; wait for it to end
+            continue
+    for thread in pumps:
+        thread.join()
+    code = status if status >= 0 else 128 - status
+    output = b"".join(tail).decode("utf-8", "replace")
+    return code, output[-limit:]
+
+
+COMMANDS = [hook_command, run_command]

@@ -1,0 +1,246 @@
+"""Capture (SPEC §5): one agent hook event on stdin becomes a tool result of a jiyi session.
+
+``jiyi hook <agent>`` runs on every tool call of the agent, so this module imports only what
+recording needs — json, the settings, project detection, the SQLite store and redaction — and not
+click, rich, mcp, pydantic or the ranking stack. It never fails the agent: whatever goes wrong is
+logged to stderr and the process exits 0 with nothing on stdout.
+
+What an event becomes:
+
+- a failed tool call — Claude Code's ``PostToolUseFailure`` (``error``, or ``error_message``), or a
+  ``PostToolUse`` / Gemini ``AfterTool`` whose ``tool_response`` shows a non-zero exit code, an
+  interruption or an ``error`` (Codex and Gemini send no failure event) — becomes the session's
+  last failure: the tool name (shell tools of every agent are ``bash``) and the error text,
+  redacted and capped;
+- a successful tool call is recorded as activity of the session; the last failure stays;
+- ``SessionStart``, ``Stop``, ``SessionEnd`` open or touch the session;
+- jiyi's own MCP tools (``mcp__…memory_search`` etc.) are skipped.
+
+The agent's ``session_id`` names the jiyi session, so the MCP server started with the same
+``JIYI_SESSION_ID`` meets the failure; ``cwd`` gives the project and its settings.
+
+The next step of capture builds on the recorded success: when the tool that failed succeeds, the
+records read since the failure get ``used_success += 1``, a note written since whose signature
+matches is upgraded to ``local_auto``, and with no note an automatic record may be written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store import Store
+
+AGENTS = ("claude-code", "codex", "gemini")
+OWN_TOOLS = ("memory_search", "memory_read", "memory_note")
+# The error text kept as a session's last failure; a run wrapper's output is cut to its tail.
+MAX_ERROR = 4000
+# Names the agents give their shell tool; all become ``bash``, the tool of ``jiyi run``.
+SHELL_TOOLS = frozenset({"bash", "shell", "local_shell", "exec_command", "shell_command", "run_shell_command"})
+TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "AfterTool"})
+SESSION_EVENTS = frozenset({"SessionStart", "Stop", "SubagentStop", "SessionEnd", "AfterAgent"})
+_EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
+_EXIT_LINE = re.compile(r"\s*(?:exit code|exit status|process exited with code)[:\s]+(-?\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool: str
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    session_id: str | None
+    cwd: str | None
+    call: ToolCall | None  # None for session events
+
+
+# -- recording (shared with Session.observe_tool_result) --------------------------------------
+def cap(text: str, limit: int = MAX_ERROR) -> str:
+    """``text`` cut to about ``limit`` characters: its first line and its tail, where compilers and
+    test runners put the error."""
+    if len(text) <= limit:
+        return text
+    first = text.split("\n", 1)[0][:200]
+    tail = text[-(limit - len(first) - 3) :]
+    return f"{first}\n…\n{tail}"
+
+
+def clean_error(error: str | None) -> str | None:
+    """Redacted and capped error text; None when there is none."""
+    if not error or not error.strip():
+        return None
+    from .redact import redact
+
+    if len(error) > 4 * MAX_ERROR:
+        # Redact what may be kept, starting at a line so no secret is cut in half.
+        tail = error[-4 * MAX_ERROR :]
+        error = error.split("\n", 1)[0][:200] + "\n" + tail[tail.find("\n") + 1 :]
+    return cap(redact(error).strip())
+
+
+def record_tool_result(store: Store, session_id: str, tool: str, *, ok: bool, error: str | None = None) -> None:
+    """Record one tool result of a session whose row exists (``touch_session``).
+
+    A failure becomes the session's last failure. A success is recorded as the session's activity
+    (its ``last_seen``, set when the session was touched) and leaves the last failure in place.
+    """
+    if ok:
+        return
+    store.set_failure(session_id, tool, clean_error(error) or f"{tool} failed")
+
+
+# -- parsing --------------------------------------------------------------------------------
+def tool_name(name: str) -> str:
+    return "bash" if name.lower() in SHELL_TOOLS else name
+
+
+def own_tool(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.startswith("mcp__") and any(tool in lowered for tool in OWN_TOOLS)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        for key in ("message", "error", "text", "output"):
+            if isinstance(value.get(key), str) and value[key].strip():
+                return str(value[key])
+    if isinstance(value, list):
+        return "\n".join(filter(None, (_text(item) for item in value)))
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _exit_code(response: Any) -> int | None:
+    if not isinstance(response, dict):
+        return None
+    for key in _EXIT_KEYS:
+        value = response.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return _exit_code(response.get("metadata")) if "metadata" in response else None
+
+
+def response_failure(response: Any) -> str | None:
+    """The error text when a tool response shows a failure; None when it shows success."""
+    if isinstance(response, str):
+        stripped = response.lstrip()
+        if stripped.startswith("{"):
+            with contextlib.suppress(ValueError):
+                response = json.loads(stripped)
+    if isinstance(response, str):
+        match = _EXIT_LINE.match(response)
+        return response if match and int(match.group(1)) != 0 else None
+    if not isinstance(response, dict):
+        return None
+    error = response.get("error")
+    if error:
+        return _text(error) or "error"
+    if response.get("is_error") is True or response.get("isError") is True:
+        return _text(response.get("content")) or "error"
+    stdout = _text(response.get("stdout") if "stdout" in response else response.get("output"))
+    stderr = _text(response.get("stderr"))
+    code = _exit_code(response)
+    if code is None:
+        match = _EXIT_LINE.match(stderr)
+        code = int(match.group(1)) if match else None
+    interrupted = response.get("interrupted") is True
+    if not interrupted and not code:
+        return None
+    head = "interrupted" if interrupted and not code else f"exit code {code}"
+    # stderr last, so the error survives a cut to the tail.
+    return "\n".join(part for part in (head, stdout.rstrip(), stderr.rstrip()) if part)
+
+
+def parse(agent: str, payload: Any) -> Event | None:
+    """The event a hook payload reports; None for what capture ignores."""
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r} (one of {', '.join(AGENTS)})")
+    if not isinstance(payload, dict):
+        return None
+    name = str(payload.get("hook_event_name") or payload.get("hookEventName") or "")
+    session_id = payload.get("session_id") or payload.get("sessionId")
+    session_id = str(session_id) if session_id else None
+    cwd = payload.get("cwd")
+    cwd = str(cwd) if cwd else None
+    if name in SESSION_EVENTS:
+        return Event(name, session_id, cwd, None)
+    if name not in TOOL_EVENTS:
+        return None
+    raw = payload.get("tool_name") or payload.get("toolName")
+    if not isinstance(raw, str) or not raw or own_tool(raw):
+        return None
+    tool = tool_name(raw)
+    if name == "PostToolUseFailure":
+        error = _text(payload.get("error")) or _text(payload.get("error_message"))
+        if not error and payload.get("is_interrupt") is True:
+            return None  # the user stopped the tool: no failure of the tool's own
+        return Event(name, session_id, cwd, ToolCall(tool, False, error or f"{tool} failed"))
+    failure = response_failure(payload.get("tool_response", payload.get("tool_result")))
+    return Event(name, session_id, cwd, ToolCall(tool, failure is None, failure))
+
+
+# -- applying -------------------------------------------------------------------------------
+def _folder(cwd: str | None) -> Path:
+    if cwd:
+        path = Path(cwd)
+        if path.is_dir():
+            return path
+    return Path.cwd()
+
+
+def report(event: Event, environ: dict[str, str] | None = None) -> None:
+    """Apply ``event`` to the store of its project's settings."""
+    from . import config, project
+    from .sqlite_store import SQLiteStore
+
+    environ = dict(os.environ) if environ is None else environ
+    folder = _folder(event.cwd).resolve()
+    settings = config.load(project.find_root(folder), environ)
+    session_id = event.session_id or settings.session_id
+    if not session_id:
+        return  # no conversation to attach the result to
+    found = project.detect(folder)
+    store = SQLiteStore(settings.store_path, busy_timeout_ms=min(settings.busy_timeout_ms, 2000))
+    try:
+        store.touch_session(session_id, found.key, found.name)
+        if event.call is not None:
+            call = event.call
+            record_tool_result(store, session_id, call.tool, ok=call.ok, error=call.error)
+    finally:
+        store.close()
+
+
+def main(argv: list[str]) -> int:
+    """``jiyi hook <agent>``: read one event from stdin and record it. Always returns 0."""
+    try:
+        if len(argv) != 1:
+            raise ValueError(f"usage: jiyi hook {{{'|'.join(AGENTS)}}} < event.json (got {argv!r})")
+        raw = sys.stdin.buffer.read()
+        try:
+            payload = json.loads(raw.decode("utf-8", "replace")) if raw.strip() else None
+        except ValueError as exc:
+            raise ValueError(f"not a JSON event: {exc}") from exc
+        event = parse(argv[0], payload)
+        if event is not None:
+            report(event)
+    except Exception as exc:  # the agent must never see the hook fail
+        print(f"jiyi hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 0
