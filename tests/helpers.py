@@ -4,6 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+# The nine ranking signals in the order SPEC §4 fixes for every matched line.
+SIGNALS = [
+    "error_signature",
+    "code_symbol",
+    "lexical",
+    "same_project",
+    "environment",
+    "recency",
+    "tool_name",
+    "trust",
+    "evidence",
+]
+
 ZLIB = {
     "title": "Link zlib with -lz",
     "type": "bugfix",

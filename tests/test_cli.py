@@ -13,19 +13,8 @@ from click.testing import CliRunner, Result
 
 from jiyi.cli import main
 
-from .helpers import YAML, ZLIB
+from .helpers import SIGNALS, YAML, ZLIB
 
-SIGNALS = [
-    "error_signature",
-    "code_symbol",
-    "lexical",
-    "same_project",
-    "environment",
-    "recency",
-    "tool_name",
-    "trust",
-    "evidence",
-]
 QUERY = "ld: undefined symbol deflate"
 ZLIB_FLAGS = [
     "--project",

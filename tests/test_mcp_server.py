@@ -23,24 +23,13 @@ import jiyi
 from jiyi.config import Settings
 from jiyi.mcp_server import JiyiServer, build
 
-from .helpers import YAML, ZLIB, note
+from .helpers import SIGNALS, YAML, ZLIB, note
 
 T = TypeVar("T")
 
 MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
 ENV = {"os": "darwin", "arch": "arm64"}
 TOOLS = ["memory_search", "memory_read", "memory_note"]
-SIGNALS = [
-    "error_signature",
-    "code_symbol",
-    "lexical",
-    "same_project",
-    "environment",
-    "recency",
-    "tool_name",
-    "trust",
-    "evidence",
-]
 UNAVAILABLE = "记忆暂不可用\n错误码：E_UNAVAILABLE"
 NOTES_DISABLED = "记笔记已关闭\n错误码：E_NOTES_DISABLED"
 MISSING = "lr_" + "0" * 32

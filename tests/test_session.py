@@ -9,7 +9,7 @@ import pytest
 import jiyi
 from jiyi.config import Settings
 
-from .helpers import YAML, ZLIB, note
+from .helpers import SIGNALS, YAML, ZLIB, note
 
 ENV = {"os": "darwin", "arch": "arm64"}
 
@@ -34,17 +34,7 @@ def test_note_is_found_by_the_next_session_not_its_own(memory: jiyi.Memory) -> N
     assert lines[1].endswith(" · 记录时会话结局：未知")
     assert lines[2].startswith("   matched: error_signature sha256:")
     names = [part.split(" ")[0] for part in lines[2][len("   matched: ") :].split(", ") if " (" in part]
-    assert [n for n in names if n.isidentifier()] == [
-        "error_signature",
-        "code_symbol",
-        "lexical",
-        "same_project",
-        "environment",
-        "recency",
-        "tool_name",
-        "trust",
-        "evidence",
-    ]
+    assert [n for n in names if n.isidentifier()] == SIGNALS
     assert "same_project zlib-port (0.10)" in lines[2]
     assert "environment os=darwin,arch=arm64 (0.05)" in lines[2]
     assert "trust note (0.02)" in lines[2]

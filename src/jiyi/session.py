@@ -121,25 +121,8 @@ class Session:
                 signatures += failure.signatures
                 symbols += failure.symbols
                 tool = (state.last_tool or "").lower() or None
-        base = existing or Record(
+        record = Record(
             hex=new_hex(),
-            title=given.title,
-            type=given.type,
-            scope=given.scope,
-            what=given.what,
-            why=given.why,
-            where=given.where,
-            learned=given.learned,
-            project=self.project.name,
-            project_key=self.project.key,
-            session_id=self.id,
-            created=stamp,
-            revision=0,
-            sources=0,
-        )
-        earlier = {rev.session_id for rev in store.revisions(base.hex)} if existing else set()
-        record = replace(
-            base,
             title=given.title,
             type=given.type,
             scope=given.scope,
@@ -150,16 +133,36 @@ class Session:
             topic_key=given.topic_key,
             fix=given.fix,
             evidence_refs=list(given.evidence_refs),
+            project=self.project.name,
+            project_key=self.project.key,
+            session_id=self.id,
+            created=stamp,
             updated=stamp,
             outcome=state.outcome if state else "未知",
             signatures=tuple(dict.fromkeys(signatures)),
             symbols=tuple(dict.fromkeys(symbols))[:64],
             environment=self.env,
-            tool_name=tool or base.tool_name,
-            revision=base.revision + 1,
-            # sources counts independent sessions that wrote or confirmed the record.
-            sources=base.sources + (0 if self.id in earlier else 1),
+            tool_name=tool,
         )
+        if existing is not None:
+            # A revision keeps the record's identity, origin and counters; sources counts the
+            # independent sessions that wrote or confirmed it.
+            earlier = {rev.session_id for rev in store.revisions(existing.hex)}
+            record = replace(
+                record,
+                hex=existing.hex,
+                remote=existing.remote,
+                origin=existing.origin,
+                project=existing.project,
+                project_key=existing.project_key,
+                session_id=existing.session_id,
+                created=existing.created,
+                tool_name=tool or existing.tool_name,
+                revision=existing.revision + 1,
+                sources=existing.sources + (0 if self.id in earlier else 1),
+                used_success=existing.used_success,
+                marked=existing.marked,
+            )
         if existing is not None:
             before, after = snapshot(existing), snapshot(record)
             change = ", ".join(k for k in after if after[k] != before.get(k)) or "no change"
