@@ -312,8 +312,12 @@ def _normalize(c: _Candidate) -> str:
     return _mask(s)
 
 
-def _digest(normalized: str) -> str:
-    return "sha256:" + hashlib.sha256(f"{ALGORITHM}\n{normalized}".encode()).hexdigest()
+def digest(normalized: str, algorithm: str = ALGORITHM) -> str:
+    """The signature of one normalised line under ``algorithm`` (reindex recomputes old ones)."""
+    return "sha256:" + hashlib.sha256(f"{algorithm}\n{normalized}".encode()).hexdigest()
+
+
+_digest = digest
 
 
 def analyze(text: str) -> Analysis:

@@ -300,6 +300,16 @@ class SQLiteStore(Store):
                     (session_id, record.hex, revision.created),
                 )
 
+    def signed_with(self, hexid: str) -> tuple[str, tuple[str, ...]]:
+        row = self._guard(
+            lambda db: db.execute("SELECT sig_algorithm, normalized FROM records WHERE hex = ?", (hexid,)).fetchone()
+        )
+        return ("", ()) if row is None else (str(row[0]), tuple(json.loads(row[1])))
+
+    def reindex_record(self, record: Record, derived: Derived) -> None:
+        with self._write() as db:
+            self._put(db, record, derived)
+
     def revisions(self, hexid: str) -> list[Revision]:
         def run(db: sqlite3.Connection) -> list[Revision]:
             rows = db.execute(

@@ -80,6 +80,14 @@ class Store(ABC):
         (target hex, relation) on other records, all in one transaction."""
 
     @abstractmethod
+    def signed_with(self, hexid: str) -> tuple[str, tuple[str, ...]]:
+        """(algorithm, normalised lines) a record's signatures were last computed with."""
+
+    @abstractmethod
+    def reindex_record(self, record: Record, derived: Derived) -> None:
+        """Replace a record's signatures, symbols and full-text terms; no new revision."""
+
+    @abstractmethod
     def revisions(self, hexid: str) -> list[Revision]: ...
 
     @abstractmethod

@@ -109,4 +109,17 @@ def doctor_command(as_json: bool) -> None:
         sys.exit(1)
 
 
-COMMANDS = [export_command, import_command, stats_command, doctor_command]
+@click.command("reindex")
+def reindex_command() -> None:
+    """Re-sign every record with the current error-signature algorithm and rebuild its search terms."""
+    from ..reindex import reindex
+
+    with opened() as memory:
+        total = memory.store.count()
+        with _progress(total, "reindex") as bar:
+            task = bar.add_task("reindex", total=total)
+            report = reindex(memory.store, lambda n: bar.advance(task, n))
+        click.echo(f"reindexed {report.records} records, {report.changed} changed")
+
+
+COMMANDS = [export_command, import_command, stats_command, doctor_command, reindex_command]
