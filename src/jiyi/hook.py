@@ -1,27 +1,34 @@
 """Capture (SPEC §5): one agent hook event on stdin becomes a tool result of a jiyi session.
 
 ``jiyi hook <agent>`` runs on every tool call of the agent, so this module imports only what
-recording needs — json, the settings, project detection, the SQLite store and redaction — and not
-click, rich, mcp, pydantic or the ranking stack. It never fails the agent: whatever goes wrong is
-logged to stderr and the process exits 0 with nothing on stdout.
+recording needs — json, the settings, project detection, the SQLite store, redaction and (for a
+failure) the error signature — and not click, rich, mcp, pydantic or the ranking stack. It never
+fails the agent: whatever goes wrong is logged to stderr and the process exits 0 with nothing on
+stdout.
 
 What an event becomes:
 
 - a failed tool call — Claude Code's ``PostToolUseFailure`` (``error``, or ``error_message``), or a
   ``PostToolUse`` / Gemini ``AfterTool`` whose ``tool_response`` shows a non-zero exit code, an
   interruption or an ``error`` (Codex and Gemini send no failure event) — becomes the session's
-  last failure: the tool name (shell tools of every agent are ``bash``) and the error text,
-  redacted and capped;
-- a successful tool call is recorded as activity of the session; the last failure stays;
+  last failure: the tool name (shell tools of every agent are ``bash``), the error text, redacted
+  and capped, and its signatures;
+- a successful call of the tool that failed closes the loop (``Store.resolve_failure``): the
+  records read since the failure get ``used_success += 1``, a note written since whose signatures
+  share one with the failure's becomes ``local_auto``, the failure is cleared and the session's
+  outcome becomes 成功; any other success is recorded as activity of the session;
 - ``SessionStart``, ``Stop``, ``SessionEnd`` open or touch the session;
 - jiyi's own MCP tools (``mcp__…memory_search`` etc.) are skipped.
 
 The agent's ``session_id`` names the jiyi session, so the MCP server started with the same
 ``JIYI_SESSION_ID`` meets the failure; ``cwd`` gives the project and its settings.
 
-The next step of capture builds on the recorded success: when the tool that failed succeeds, the
-records read since the failure get ``used_success += 1``, a note written since whose signature
-matches is upgraded to ``local_auto``, and with no note an automatic record may be written.
+Proactive recall (Claude Code): when a failure arrives and a record visible to the session (not
+written in it, not marked wrong, global or of this project) shares one of its error signatures, the
+hook prints one ``hookSpecificOutput`` line with ``additionalContext`` naming the record — at most
+once per record per session (``Store.claim_recall``). Only a signature look-up, not the ranking.
+
+Not built yet: with no note, when the fix is evident, an automatic record (SPEC §5).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .records import Record
     from .store import Store
 
 AGENTS = ("claude-code", "codex", "gemini")
@@ -89,15 +97,54 @@ def clean_error(error: str | None) -> str | None:
     return cap(redact(error).strip())
 
 
-def record_tool_result(store: Store, session_id: str, tool: str, *, ok: bool, error: str | None = None) -> None:
-    """Record one tool result of a session whose row exists (``touch_session``).
+def record_tool_result(
+    store: Store, session_id: str, tool: str, *, ok: bool, error: str | None = None
+) -> tuple[str, ...]:
+    """Record one tool result of a session whose row exists (``touch_session``); returns the
+    failure's signatures (none for a success).
 
-    A failure becomes the session's last failure. A success is recorded as the session's activity
-    (its ``last_seen``, set when the session was touched) and leaves the last failure in place.
+    A failure becomes the session's last failure. A success of the tool that failed closes the
+    loop (``Store.resolve_failure``); any other success is recorded as the session's activity (its
+    ``last_seen``, set when the session was touched) and leaves the last failure in place.
     """
     if ok:
-        return
-    store.set_failure(session_id, tool, clean_error(error) or f"{tool} failed")
+        store.resolve_failure(session_id, tool)
+        return ()
+    from .signature import analyze
+
+    text = clean_error(error) or f"{tool} failed"
+    signatures = analyze(text).signatures
+    store.set_failure(session_id, tool, text, signatures=signatures)
+    return signatures
+
+
+# Proactive recall: the signature look-up's candidates, most trusted first.
+RECALL_CANDIDATES = 20
+_TRUST_ORDER = ("team_verified", "human", "local_auto", "note", "team")
+
+
+def recall(store: Store, session_id: str, project_key: str, signatures: tuple[str, ...]) -> Record | None:
+    """The record to hand the session for a failure with ``signatures``, now marked recalled to
+    it; None when no record not yet recalled, read or written by the session matches."""
+    hexes = store.by_signature(signatures, RECALL_CANDIDATES) if signatures else []
+    if not hexes:
+        return None
+    state = store.session(session_id)
+    known = {*state.reads, *state.notes} if state else set()
+    order = {h: i for i, h in enumerate(hexes)}
+    records = [
+        r
+        for r in store.get_many(h for h in hexes if h not in known)
+        if r.session_id != session_id and not r.is_wrong and (r.scope == "global" or r.project_key == project_key)
+    ]
+    trust = {origin: i for i, origin in enumerate(_TRUST_ORDER)}
+    records.sort(key=lambda r: (r.is_outdated, trust.get(r.origin, len(trust)), -r.used_success, order[r.hex]))
+    claimed = store.claim_recall(session_id, [r.hex for r in records])
+    return next((r for r in records if r.hex == claimed), None)
+
+
+def recall_line(record: Record) -> str:
+    return f"jiyi: [{record.id}] {' '.join(record.title.split())} — memory_read for details"
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -206,8 +253,9 @@ def _folder(cwd: str | None) -> Path:
     return Path.cwd()
 
 
-def report(event: Event, environ: dict[str, str] | None = None) -> None:
-    """Apply ``event`` to the store of its project's settings."""
+def report(event: Event, environ: dict[str, str] | None = None, *, recall_to: bool = False) -> str | None:
+    """Apply ``event`` to the store of its project's settings. With ``recall_to``, a failure may
+    return the line of proactive recall for the agent."""
     from . import config, project
     from .sqlite_store import SQLiteStore
 
@@ -216,20 +264,25 @@ def report(event: Event, environ: dict[str, str] | None = None) -> None:
     settings = config.load(project.find_root(folder), environ)
     session_id = event.session_id or settings.session_id
     if not session_id:
-        return  # no conversation to attach the result to
+        return None  # no conversation to attach the result to
     found = project.detect(folder)
     store = SQLiteStore(settings.store_path, busy_timeout_ms=min(settings.busy_timeout_ms, 2000))
     try:
         store.touch_session(session_id, found.key, found.name)
         if event.call is not None:
             call = event.call
-            record_tool_result(store, session_id, call.tool, ok=call.ok, error=call.error)
+            signatures = record_tool_result(store, session_id, call.tool, ok=call.ok, error=call.error)
+            if recall_to and not call.ok:
+                hit = recall(store, session_id, found.key, signatures)
+                return recall_line(hit) if hit else None
+        return None
     finally:
         store.close()
 
 
 def main(argv: list[str]) -> int:
-    """``jiyi hook <agent>``: read one event from stdin and record it. Always returns 0."""
+    """``jiyi hook <agent>``: read one event from stdin and record it; for Claude Code, a failure
+    a record matches prints that record's line as ``additionalContext``. Always returns 0."""
     try:
         if len(argv) != 1:
             raise ValueError(f"usage: jiyi hook {{{'|'.join(AGENTS)}}} < event.json (got {argv!r})")
@@ -239,8 +292,11 @@ def main(argv: list[str]) -> int:
         except ValueError as exc:
             raise ValueError(f"not a JSON event: {exc}") from exc
         event = parse(argv[0], payload)
-        if event is not None:
-            report(event)
+        line = report(event, recall_to=argv[0] == "claude-code") if event is not None else None
+        if event is not None and line:
+            context = {"hookSpecificOutput": {"hookEventName": event.name, "additionalContext": line}}
+            sys.stdout.write(json.dumps(context) + "\n")
+            sys.stdout.flush()
     except Exception as exc:  # the agent must never see the hook fail
         print(f"jiyi hook: {type(exc).__name__}: {exc}", file=sys.stderr)
     return 0

@@ -144,6 +144,27 @@ def m002_sessions(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m003_success_loop(db: sqlite3.Connection) -> None:
+    # Closing the loop (SPEC §5): the failure's signatures, kept so the success needs no analysis;
+    # the latest read / write of a record in a session ("since the failure"); what proactive recall
+    # already handed a session.
+    _run(
+        db,
+        """
+        ALTER TABLE sessions ADD COLUMN last_signatures TEXT;
+        ALTER TABLE session_reads ADD COLUMN last_at TEXT;
+        ALTER TABLE session_notes ADD COLUMN last_at TEXT;
+        CREATE TABLE session_recalls (
+            session_id TEXT NOT NULL,
+            hex TEXT NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (session_id, hex)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

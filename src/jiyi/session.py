@@ -182,8 +182,10 @@ class Session:
 
     def observe_tool_result(self, tool: str, *, ok: bool, error: str | None = None) -> None:
         """Report an agent's tool call (what ``jiyi hook`` and ``jiyi run`` do): a failure becomes
-        the session's last failure (error redacted and capped); a success is recorded as the
-        session's activity and leaves the last failure in place."""
+        the session's last failure (error redacted and capped); a success of the tool that failed
+        closes the loop (records read since get ``used_success += 1``, a matching note written since
+        becomes ``local_auto``, the failure is cleared, the outcome becomes 成功); any other success
+        is recorded as the session's activity and leaves the last failure in place."""
         from .hook import record_tool_result
 
         record_tool_result(self._store(), self.id, tool, ok=ok, error=error)

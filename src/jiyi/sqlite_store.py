@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import migrations
 from .errors import Unavailable
 from .records import Fix, Record, Relation, Revision, now
-from .store import SessionState, Store, TermStats
+from .store import Resolved, SessionState, Store, TermStats
 
 if TYPE_CHECKING:
     from .indexing import Derived
@@ -296,8 +296,9 @@ class SQLiteStore(Store):
                 )
             if session_id:
                 db.execute(
-                    "INSERT OR IGNORE INTO session_notes (session_id, hex, at) VALUES (?, ?, ?)",
-                    (session_id, record.hex, revision.created),
+                    "INSERT INTO session_notes (session_id, hex, at, last_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(session_id, hex) DO UPDATE SET last_at = excluded.last_at",
+                    (session_id, record.hex, revision.created, revision.created),
                 )
 
     def signed_with(self, hexid: str) -> tuple[str, tuple[str, ...]]:
@@ -380,7 +381,8 @@ class SQLiteStore(Store):
             if row is None:
                 return False
             db.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
-            for table in ("signatures", "symbols", "revisions", "session_reads", "session_notes", "records"):
+            tables = ("signatures", "symbols", "revisions", "session_reads", "session_notes", "session_recalls")
+            for table in (*tables, "records"):
                 db.execute(f"DELETE FROM {table} WHERE hex = ?", (hexid,))
             db.execute("DELETE FROM relations WHERE source_hex = ? OR target_hex = ?", (hexid, hexid))
         # A purge is for leaked secrets: FTS5 keeps a deleted row's terms in its segments until they
@@ -512,18 +514,83 @@ class SQLiteStore(Store):
             granted = max(0, min(wanted, budget - used))
             if granted:
                 db.execute("UPDATE sessions SET read_used = read_used + ? WHERE id = ?", (granted, session_id))
+                stamp = now()
                 db.execute(
-                    "INSERT OR IGNORE INTO session_reads (session_id, hex, at) VALUES (?, ?, ?)",
-                    (session_id, hexid, now()),
+                    "INSERT INTO session_reads (session_id, hex, at, last_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(session_id, hex) DO UPDATE SET last_at = excluded.last_at",
+                    (session_id, hexid, stamp, stamp),
                 )
             return granted
 
-    def set_failure(self, session_id: str, tool: str | None, error: str | None) -> None:
+    def set_failure(
+        self, session_id: str, tool: str | None, error: str | None, *, signatures: Iterable[str] = ()
+    ) -> None:
+        sigs = json.dumps(list(dict.fromkeys(signatures))) if error else None
         with self._write() as db:
             db.execute(
-                "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ? WHERE id = ?",
-                (tool, error, now() if error else None, session_id),
+                "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ?, last_signatures = ? "
+                "WHERE id = ?",
+                (tool, error, now() if error else None, sigs, session_id),
             )
+
+    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
+        sql = "SELECT last_tool, last_error, last_failure_at, last_signatures FROM sessions WHERE id = ?"
+
+        def pending(db: sqlite3.Connection) -> tuple[Any, ...] | None:
+            row = db.execute(sql, (session_id,)).fetchone()
+            if row is None or row[2] is None or (row[0] or "").lower() != tool.lower():
+                return None
+            return tuple(row)
+
+        # Most successes follow no failure: a read settles them without taking the write lock.
+        if self._guard(pending) is None:
+            return None
+        with self._write() as db:
+            row = pending(db)
+            if row is None:
+                return None
+            _, error, since, stored = row
+            if stored is not None:
+                signatures = list(json.loads(stored))
+            else:  # a failure recorded before the signatures were kept
+                from .signature import analyze
+
+                signatures = list(analyze(error or "").signatures)
+            since_sql = "SELECT hex FROM {} WHERE session_id = ? AND COALESCE(last_at, at) >= ? ORDER BY at"
+            used = [r[0] for r in db.execute(since_sql.format("session_reads"), (session_id, since))]
+            db.executemany("UPDATE records SET used_success = used_success + 1 WHERE hex = ?", [(h,) for h in used])
+            notes = [r[0] for r in db.execute(since_sql.format("session_notes"), (session_id, since))]
+            confirmed: list[str] = []
+            if notes and signatures:
+                matching = db.execute(
+                    f"SELECT DISTINCT r.hex FROM records r JOIN signatures s ON s.hex = r.hex "
+                    f"WHERE r.hex IN ({','.join('?' * len(notes))}) AND s.sig IN ({','.join('?' * len(signatures))}) "
+                    "AND r.forgotten = 0 AND r.origin NOT IN ('local_auto', 'team_verified', 'human')",
+                    [*notes, *signatures],
+                )
+                found = {r[0] for r in matching}
+                confirmed = [h for h in notes if h in found]
+                db.executemany("UPDATE records SET origin = 'local_auto' WHERE hex = ?", [(h,) for h in confirmed])
+            db.execute(
+                "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
+                "last_signatures = NULL, outcome = '成功' WHERE id = ?",
+                (session_id,),
+            )
+            return Resolved(used, confirmed)
+
+    def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
+        wanted = list(dict.fromkeys(hexids))
+        if not wanted:
+            return None
+        with self._write() as db:
+            for hexid in wanted:
+                cursor = db.execute(
+                    "INSERT OR IGNORE INTO session_recalls (session_id, hex, at) VALUES (?, ?, ?)",
+                    (session_id, hexid, now()),
+                )
+                if cursor.rowcount == 1:
+                    return hexid
+            return None
 
     # -- transfer ----------------------------------------------------------------------------
     def import_record(

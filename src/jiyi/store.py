@@ -36,6 +36,14 @@ class SessionState:
 
 
 @dataclass(frozen=True)
+class Resolved:
+    """What a success did to the failure it ended (``Store.resolve_failure``)."""
+
+    used: list[str]  # hexes of the records read since the failure: used_success + 1
+    confirmed: list[str]  # hexes of the notes written since the failure now ``local_auto``
+
+
+@dataclass(frozen=True)
 class TermStats:
     total: int  # indexed records
     doc_counts: dict[str, int]
@@ -144,7 +152,25 @@ class Store(ABC):
         was granted (0 when spent) and records the read."""
 
     @abstractmethod
-    def set_failure(self, session_id: str, tool: str | None, error: str | None) -> None: ...
+    def set_failure(
+        self, session_id: str, tool: str | None, error: str | None, *, signatures: Iterable[str] = ()
+    ) -> None:
+        """Make (tool, error) the session's last failure, with the error's signatures; an error of
+        None clears it."""
+
+    @abstractmethod
+    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
+        """``tool`` succeeded: when the session's last failure is one of ``tool`` (names compared
+        case-insensitively), in one transaction the records read in the session since the failure
+        get ``used_success + 1``, the notes written in it since the failure that share a signature
+        with it become ``local_auto`` (``team_verified`` and ``human`` keep their origin), the
+        failure is cleared and the session's outcome becomes 成功. None when there was no such
+        failure (and nothing changed)."""
+
+    @abstractmethod
+    def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
+        """The first of ``hexids`` not yet recalled to the session, now marked recalled; None when
+        all were."""
 
     # -- transfer ----------------------------------------------------------------------------
     @abstractmethod
