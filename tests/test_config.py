@@ -45,3 +45,10 @@ def test_broken_toml_is_reported() -> None:
     with pytest.raises(InvalidArgument) as info:
         config.load()
     assert info.value.field == "config"
+
+
+def test_claude_code_session_id_names_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "cc-123")
+    assert config.load().session_id == "cc-123"
+    monkeypatch.setenv("JIYI_SESSION_ID", "explicit")
+    assert config.load().session_id == "explicit"

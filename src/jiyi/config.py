@@ -134,4 +134,8 @@ def load(project_root: Path | None = None, environ: dict[str, str] | None = None
         )
         if env.get(var)
     }
+    # Claude Code starts a plugin's MCP server with the conversation's id in CLAUDE_CODE_SESSION_ID,
+    # the same id its hooks receive as session_id: with it the server meets the hooks' failures.
+    if "session_id" not in from_env and env.get("CLAUDE_CODE_SESSION_ID"):
+        from_env["session_id"] = env["CLAUDE_CODE_SESSION_ID"]
     return _from_mapping(settings, from_env, "环境变量")
