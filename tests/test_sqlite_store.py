@@ -139,3 +139,36 @@ def test_store_that_cannot_be_opened_is_unavailable(tmp_path: Path) -> None:
     with jiyi.Memory(home=blocker) as memory:
         result = memory.session(project="p").call("memory_search", {"query": "x"})
         assert (result.text, result.is_error) == ("记忆暂不可用\n错误码：E_UNAVAILABLE", True)
+
+
+def test_write_many_writes_a_batch_in_one_transaction(jiyi_home: Path) -> None:
+    from jiyi.indexing import derive
+    from jiyi.records import Record, Revision, new_hex, now, snapshot
+    from jiyi.store import TermStats
+
+    def made(i: int) -> Record:
+        stamp = now()
+        return Record(
+            hex=new_hex(), title=f"batch record {i}", type="bugfix", scope="global",
+            what=f"undefined reference to `batch_symbol_{i}'", why="why", where="where", learned="learned",
+            project="p", project_key="p", session_id="s", created=stamp, updated=stamp,
+        )  # fmt: skip
+
+    store = SQLiteStore(jiyi_home / "jiyi.db")
+    records = [made(i) for i in range(3)]
+    items = [(r, Revision(r.hex, 1, "s", r.created, "created", snapshot(r)), derive(r)) for r in records]
+    assert store.write_many(items) == 3
+    assert store.count() == 3
+    assert [len(store.revisions(r.hex)) for r in records] == [1, 1, 1]
+    assert store.by_terms(["batch_symbol_1"], 5) == [records[1].hex]
+    assert store.term_stats(["batch_symbol_1"]) == TermStats(3, {"batch_symbol_1": 1})
+    assert store.forget(records[2].hex)
+    assert store.term_stats([]).total == 2  # read from FTS5's own row count
+    # A failure part-way leaves nothing of the batch.
+    fresh = made(9)
+    fresh_item = (fresh, Revision(fresh.hex, 1, "s", fresh.created, "created", snapshot(fresh)), derive(fresh))
+    with pytest.raises(Unavailable):
+        store.write_many([fresh_item, items[0]])  # revision 1 of items[0] exists: its primary key breaks
+    assert store.get(fresh.hex) is None
+    assert store.count() == 2
+    store.close()

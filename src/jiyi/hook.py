@@ -12,11 +12,16 @@ What an event becomes:
   ``PostToolUse`` / Gemini ``AfterTool`` whose ``tool_response`` shows a non-zero exit code, an
   interruption or an ``error`` (Codex and Gemini send no failure event) — becomes the session's
   last failure: the tool name (shell tools of every agent are ``bash``), the error text, redacted
-  and capped, and its signatures;
+  and capped, its signatures and the command that failed (a shell tool's ``tool_input.command``);
 - a successful call of the tool that failed closes the loop (``Store.resolve_failure``): the
   records read since the failure get ``used_success += 1``, a note written since whose signatures
   share one with the failure's becomes ``local_auto``, the failure is cleared and the session's
-  outcome becomes 成功; any other success is recorded as activity of the session;
+  outcome becomes 成功; with no note written since and an evident fix — the command changed, or
+  files were edited in between — an automatic record is written (``auto_record``; the setting
+  ``auto_records`` turns it off); any other success is recorded as activity of the session;
+- a successful edit (Claude Code ``Edit`` / ``Write`` / ``MultiEdit`` / ``NotebookEdit``, Codex
+  ``apply_patch``, Gemini ``replace`` / ``write_file``) while a failure is pending records the files
+  edited;
 - ``SessionStart``, ``Stop``, ``SessionEnd`` open or touch the session;
 - jiyi's own MCP tools (``mcp__…memory_search`` etc.) are skipped.
 
@@ -27,8 +32,6 @@ Proactive recall (Claude Code): when a failure arrives and a record visible to t
 written in it, not marked wrong, global or of this project) shares one of its error signatures, the
 hook prints one ``hookSpecificOutput`` line with ``additionalContext`` naming the record — at most
 once per record per session (``Store.claim_recall``). Only a signature look-up, not the ranking.
-
-Not built yet: with no note, when the fix is evident, an automatic record (SPEC §5).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .project import Project
     from .records import Record
     from .store import Store
 
@@ -52,6 +56,9 @@ OWN_TOOLS = ("memory_search", "memory_read", "memory_note")
 MAX_ERROR = 4000
 # Names the agents give their shell tool; all become ``bash``, the tool of ``jiyi run``.
 SHELL_TOOLS = frozenset({"bash", "shell", "local_shell", "exec_command", "shell_command", "run_shell_command"})
+EDIT_TOOLS = frozenset({"edit", "write", "multiedit", "notebookedit", "replace", "write_file", "edit_file"})
+PATCH_TOOLS = frozenset({"apply_patch"})
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "AfterTool"})
 SESSION_EVENTS = frozenset({"SessionStart", "Stop", "SubagentStop", "SessionEnd", "AfterAgent"})
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
@@ -63,6 +70,8 @@ class ToolCall:
     tool: str
     ok: bool
     error: str | None = None
+    command: str | None = None  # what a shell tool ran
+    edited: tuple[str, ...] = ()  # the files an edit tool changed
 
 
 @dataclass(frozen=True)
@@ -98,23 +107,45 @@ def clean_error(error: str | None) -> str | None:
 
 
 def record_tool_result(
-    store: Store, session_id: str, tool: str, *, ok: bool, error: str | None = None
+    store: Store,
+    session_id: str,
+    tool: str,
+    *,
+    ok: bool,
+    error: str | None = None,
+    command: str | None = None,
+    edited: tuple[str, ...] = (),
+    project: Project | None = None,
+    auto_records: bool = True,
 ) -> tuple[str, ...]:
     """Record one tool result of a session whose row exists (``touch_session``); returns the
     failure's signatures (none for a success).
 
-    A failure becomes the session's last failure. A success of the tool that failed closes the
-    loop (``Store.resolve_failure``); any other success is recorded as the session's activity (its
-    ``last_seen``, set when the session was touched) and leaves the last failure in place.
+    A failure becomes the session's last failure, with the ``command`` that failed. A success of
+    the tool that failed closes the loop (``Store.resolve_failure``) and, with ``auto_records`` and
+    the session's ``project``, may write an automatic record (``auto_record.write``); any other
+    success is recorded as the session's activity (its ``last_seen``, set when the session was
+    touched) and leaves the last failure in place; the files a successful call ``edited`` are kept
+    while a failure is pending.
     """
     if ok:
-        store.resolve_failure(session_id, tool)
+        resolved = store.resolve_failure(session_id, tool)
+        if resolved is not None and auto_records and project is not None:
+            from . import auto_record
+            from .project import environment
+
+            auto_record.write(
+                store, resolved, command, session_id=session_id, project=project, environment=environment()
+            )
+        elif resolved is None and edited:
+            store.record_edits(session_id, edited)
         return ()
+    from .auto_record import clean_command
     from .signature import analyze
 
     text = clean_error(error) or f"{tool} failed"
     signatures = analyze(text).signatures
-    store.set_failure(session_id, tool, text, signatures=signatures)
+    store.set_failure(session_id, tool, text, signatures=signatures, command=clean_command(command))
     return signatures
 
 
@@ -235,13 +266,51 @@ def parse(agent: str, payload: Any) -> Event | None:
     if not isinstance(raw, str) or not raw or own_tool(raw):
         return None
     tool = tool_name(raw)
+    tool_input = _input(payload)
+    command = shell_command(tool_input.get("command", tool_input.get("cmd"))) if tool == "bash" else None
     if name == "PostToolUseFailure":
         error = _text(payload.get("error")) or _text(payload.get("error_message"))
         if not error and payload.get("is_interrupt") is True:
             return None  # the user stopped the tool: no failure of the tool's own
-        return Event(name, session_id, cwd, ToolCall(tool, False, error or f"{tool} failed"))
+        return Event(name, session_id, cwd, ToolCall(tool, False, error or f"{tool} failed", command))
     failure = response_failure(payload.get("tool_response", payload.get("tool_result")))
-    return Event(name, session_id, cwd, ToolCall(tool, failure is None, failure))
+    edited = edited_files(raw, tool_input) if failure is None else ()
+    return Event(name, session_id, cwd, ToolCall(tool, failure is None, failure, command, edited))
+
+
+def _input(payload: dict[str, Any]) -> dict[str, Any]:
+    value = payload.get("tool_input", payload.get("toolInput", payload.get("tool_args")))
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    return value if isinstance(value, dict) else {"input": value} if isinstance(value, str) else {}
+
+
+def shell_command(value: Any) -> str | None:
+    """The command line of a shell tool's ``command`` (a string, or an argv list)."""
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # ["bash", "-lc", "<script>"]: the script is the command.
+        if len(value) == 3 and value[1] in ("-c", "-lc") and Path(value[0]).name in ("bash", "sh", "zsh"):
+            return str(value[2])
+        import shlex
+
+        return shlex.join(value)
+    return None
+
+
+def edited_files(raw: str, tool_input: dict[str, Any]) -> tuple[str, ...]:
+    """The files an edit tool's input names; none for other tools."""
+    name = raw.lower()
+    if name in EDIT_TOOLS:
+        paths = [tool_input.get(key) for key in ("file_path", "notebook_path", "path", "absolute_path")]
+        return tuple(dict.fromkeys(p for p in paths if isinstance(p, str) and p.strip()))
+    if name in PATCH_TOOLS:
+        texts = [v for v in tool_input.values() if isinstance(v, str)]
+        found = [m.group(1) or m.group(2) for text in texts for m in _PATCH_FILE.finditer(text)]
+        return tuple(dict.fromkeys(found))
+    return ()
 
 
 # -- applying -------------------------------------------------------------------------------
@@ -251,6 +320,14 @@ def _folder(cwd: str | None) -> Path:
         if path.is_dir():
             return path
     return Path.cwd()
+
+
+def _relative(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when inside it, else as it is."""
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
 
 
 def report(event: Event, environ: dict[str, str] | None = None, *, recall_to: bool = False) -> str | None:
@@ -271,7 +348,17 @@ def report(event: Event, environ: dict[str, str] | None = None, *, recall_to: bo
         store.touch_session(session_id, found.key, found.name)
         if event.call is not None:
             call = event.call
-            signatures = record_tool_result(store, session_id, call.tool, ok=call.ok, error=call.error)
+            signatures = record_tool_result(
+                store,
+                session_id,
+                call.tool,
+                ok=call.ok,
+                error=call.error,
+                command=call.command,
+                edited=tuple(_relative(folder / path, found.root or folder) for path in call.edited),
+                project=found,
+                auto_records=settings.auto_records,
+            )
             if recall_to and not call.ok:
                 hit = recall(store, session_id, found.key, signatures)
                 return recall_line(hit) if hit else None

@@ -165,6 +165,31 @@ def m003_success_loop(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m004_auto_records(db: sqlite3.Connection) -> None:
+    # Automatic records (SPEC §5): the command that failed, kept with the last failure, and the
+    # files a session edited while a failure was pending (the evident fix); the sessions that
+    # confirmed a record by meeting and fixing its failure again (each one source).
+    _run(
+        db,
+        """
+        ALTER TABLE sessions ADD COLUMN last_command TEXT;
+        CREATE TABLE session_edits (
+            session_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (session_id, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE record_confirmations (
+            hex TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (hex, session_id)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

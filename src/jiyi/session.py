@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import formats, validation
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
-from .indexing import derive
 from .project import Project
 from .ranking import Hit, Query, rank
-from .records import NoteInput, Record, Revision, new_hex, now, snapshot
+from .records import NoteInput, Record, new_hex, now
 from .redact import redact
 from .signature import analyze
+from .writing import as_revision, save
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -144,51 +144,41 @@ class Session:
             environment=self.env,
             tool_name=tool,
         )
-        if existing is not None:
-            # A revision keeps the record's identity, origin and counters; sources counts the
-            # independent sessions that wrote or confirmed it.
-            earlier = {rev.session_id for rev in store.revisions(existing.hex)}
-            record = replace(
-                record,
-                hex=existing.hex,
-                remote=existing.remote,
-                origin=existing.origin,
-                project=existing.project,
-                project_key=existing.project_key,
-                session_id=existing.session_id,
-                created=existing.created,
-                tool_name=tool or existing.tool_name,
-                revision=existing.revision + 1,
-                sources=existing.sources + (0 if self.id in earlier else 1),
-                used_success=existing.used_success,
-                marked=existing.marked,
-            )
-        if existing is not None:
-            before, after = snapshot(existing), snapshot(record)
-            change = ", ".join(k for k in after if after[k] != before.get(k)) or "no change"
-        else:
-            change = "created"
+        record = as_revision(store, record, existing, self.id)
         query = Query(text=f"{record.title}\n{record.what}", project_key=self.project.key, environment=self.env)
         similar = rank(store, query, limit=5, exclude_hexes=[record.hex])
-        revision = Revision(record.hex, record.revision, self.id, stamp, change, snapshot(record))
-        store.write_record(
-            record,
-            revision,
-            derive(record),
-            marks=[(ref[3:], relation) for ref, relation in given.relates_to],
-            session_id=self.id,
-        )
+        save(store, record, existing, self.id, marks=[(ref[3:], relation) for ref, relation in given.relates_to])
         return NoteResult(record, similar, formats.note_text(record, similar))
 
-    def observe_tool_result(self, tool: str, *, ok: bool, error: str | None = None) -> None:
+    def observe_tool_result(
+        self,
+        tool: str,
+        *,
+        ok: bool,
+        error: str | None = None,
+        command: str | None = None,
+        edited: tuple[str, ...] = (),
+    ) -> None:
         """Report an agent's tool call (what ``jiyi hook`` and ``jiyi run`` do): a failure becomes
         the session's last failure (error redacted and capped); a success of the tool that failed
         closes the loop (records read since get ``used_success += 1``, a matching note written since
-        becomes ``local_auto``, the failure is cleared, the outcome becomes 成功); any other success
-        is recorded as the session's activity and leaves the last failure in place."""
+        becomes ``local_auto``, the failure is cleared, the outcome becomes 成功, and with no note
+        and an evident fix — ``command`` differs from the one that failed, or files were
+        ``edited`` in between — an automatic record is written); any other success is recorded as
+        the session's activity and leaves the last failure in place."""
         from .hook import record_tool_result
 
-        record_tool_result(self._store(), self.id, tool, ok=ok, error=error)
+        record_tool_result(
+            self._store(),
+            self.id,
+            tool,
+            ok=ok,
+            error=error,
+            command=command,
+            edited=edited,
+            project=self.project,
+            auto_records=self.settings.auto_records,
+        )
 
     # -- tool texts --------------------------------------------------------------------------
     def search_text(self, query: Any, limit: Any = None) -> str:

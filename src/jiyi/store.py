@@ -41,6 +41,14 @@ class Resolved:
 
     used: list[str]  # hexes of the records read since the failure: used_success + 1
     confirmed: list[str]  # hexes of the notes written since the failure now ``local_auto``
+    # The failure that ended, for an automatic record: its tool, error text, signatures, the command
+    # that failed, the notes written and the files edited in the session since it.
+    tool: str = ""
+    error: str = ""
+    signatures: tuple[str, ...] = ()
+    command: str | None = None
+    noted: tuple[str, ...] = ()
+    edited: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,11 @@ class Store(ABC):
         (target hex, relation) on other records, all in one transaction."""
 
     @abstractmethod
+    def write_many(self, items: Iterable[tuple[Record, Revision, Derived]]) -> int:
+        """Insert or revise many records (each with its new revision and indexes, no marks) in one
+        transaction: the bulk path of imports and benchmarks. Returns how many were written."""
+
+    @abstractmethod
     def signed_with(self, hexid: str) -> tuple[str, tuple[str, ...]]:
         """(algorithm, normalised lines) a record's signatures were last computed with."""
 
@@ -116,7 +129,11 @@ class Store(ABC):
     def purge(self, hexid: str) -> bool: ...
 
     @abstractmethod
-    def add_evidence(self, hexid: str, *, sources: int = 0, used_success: int = 0) -> None: ...
+    def add_evidence(
+        self, hexid: str, *, sources: int = 0, used_success: int = 0, session_id: str | None = None
+    ) -> None:
+        """Raise a record's counters; with ``session_id``, ``sources`` counts only the first time
+        that session confirms the record."""
 
     @abstractmethod
     def stats(self) -> dict[str, Any]: ...
@@ -153,10 +170,22 @@ class Store(ABC):
 
     @abstractmethod
     def set_failure(
-        self, session_id: str, tool: str | None, error: str | None, *, signatures: Iterable[str] = ()
+        self,
+        session_id: str,
+        tool: str | None,
+        error: str | None,
+        *,
+        signatures: Iterable[str] = (),
+        command: str | None = None,
     ) -> None:
-        """Make (tool, error) the session's last failure, with the error's signatures; an error of
-        None clears it."""
+        """Make (tool, error) the session's last failure, with the error's signatures and the
+        command that failed (None when the tool has none); the session's outcome becomes 失败. An
+        error of None clears it."""
+
+    @abstractmethod
+    def record_edits(self, session_id: str, paths: Iterable[str]) -> None:
+        """The session edited ``paths``: kept (with the time) only while a failure is pending, for
+        ``Resolved.edited``."""
 
     @abstractmethod
     def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
@@ -165,7 +194,8 @@ class Store(ABC):
         get ``used_success + 1``, the notes written in it since the failure that share a signature
         with it become ``local_auto`` (``team_verified`` and ``human`` keep their origin), the
         failure is cleared and the session's outcome becomes 成功. None when there was no such
-        failure (and nothing changed)."""
+        failure (and nothing changed). The result also names the failure (tool, error, signatures,
+        command) and what the session did since it (notes written, files edited)."""
 
     @abstractmethod
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:

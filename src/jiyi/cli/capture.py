@@ -6,6 +6,8 @@ click is imported, so the command defined here serves ``jiyi hook --help`` and c
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -41,15 +43,19 @@ def run_command(command: tuple[str, ...]) -> None:
     """Run COMMAND, passing its output and exit status through, and record it as a `bash` call.
 
     A non-zero exit status makes the tail of the command's output the last failure of the session
-    (JIYI_SESSION_ID names it), e.g. `jiyi run -- make test`.
+    (JIYI_SESSION_ID names it), with the command line, e.g. `jiyi run -- make test`. With
+    JIYI_SESSION_ID set, a success is recorded too: it closes the session's loop (and may write an
+    automatic record when the command changed or files were edited since the failure).
     """
     code, tail = run(list(command))
-    if code != 0:
+    if code != 0 or os.environ.get("JIYI_SESSION_ID"):
         try:
             from ..memory import Memory
 
             with Memory() as memory:
-                memory.session().observe_tool_result("bash", ok=False, error=tail)
+                memory.session().observe_tool_result(
+                    "bash", ok=code == 0, error=tail if code != 0 else None, command=shlex.join(command)
+                )
         except Exception as exc:  # recording never changes what the command did
             click.echo(f"jiyi run: not recorded: {type(exc).__name__}: {exc}", err=True)
     sys.exit(code)

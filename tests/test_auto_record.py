@@ -1,0 +1,340 @@
+"""Automatic records (SPEC §5): a failure fixed with no note, when the fix is evident.
+
+The main replays run real ``jiyi hook claude-code`` processes, as Claude Code does; the rest use
+the Python API (``Session.observe_tool_result``, what ``jiyi run`` does) with the same store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jiyi
+from jiyi import auto_record, hook
+from jiyi.records import Record
+
+from .helpers import note
+
+ERROR = "Exit code 1\nld: undefined symbol deflate"
+FAILED = "cc -o app main.o"
+FIXED = "cc -o app main.o -lz"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "zlib-port"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any], **extra: str) -> subprocess.CompletedProcess[bytes]:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "JIYI_HOME": str(jiyi_home),
+        "JIYI_CONFIG_DIR": str(tmp_path / "jiyi-config"),
+        **extra,
+    }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jiyi", "hook", "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    return done
+
+
+def _event(name: str, project: Path, session_id: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": str(project),
+        "hook_event_name": name,
+        **fields,
+    }
+
+
+def _failure(project: Path, session_id: str, command: str = FAILED) -> dict[str, Any]:
+    return _event(
+        "PostToolUseFailure",
+        project,
+        session_id,
+        tool_name="Bash",
+        tool_input={"command": command},
+        tool_use_id="toolu_fail",
+        error=ERROR,
+        is_interrupt=False,
+    )
+
+
+def _success(project: Path, session_id: str, command: str = FIXED) -> dict[str, Any]:
+    return _event(
+        "PostToolUse",
+        project,
+        session_id,
+        tool_name="Bash",
+        tool_input={"command": command},
+        tool_use_id="toolu_ok",
+        tool_response={"stdout": "", "stderr": "", "exit_code": 0, "interrupted": False, "isImage": False},
+    )
+
+
+def _edit(project: Path, session_id: str, name: str = "Makefile") -> dict[str, Any]:
+    return _event(
+        "PostToolUse",
+        project,
+        session_id,
+        tool_name="Edit",
+        tool_input={"file_path": str(project / name), "old_string": "LDLIBS =", "new_string": "LDLIBS = -lz"},
+        tool_use_id="toolu_edit",
+        tool_response={"filePath": str(project / name), "success": True},
+    )
+
+
+def _records() -> list[Record]:
+    with jiyi.Memory() as memory:
+        return memory.store.list_records()
+
+
+def _only() -> Record:
+    records = _records()
+    assert len(records) == 1, [r.title for r in records]
+    return records[0]
+
+
+def test_a_failure_fixed_by_a_new_command_becomes_one_local_auto_bugfix(
+    tmp_path: Path, jiyi_home: Path, project: Path
+) -> None:
+    _hook(tmp_path, jiyi_home, _failure(project, "first"))
+    assert _hook(tmp_path, jiyi_home, _success(project, "first")).stdout == b""
+
+    record = _only()
+    assert (record.origin, record.type, record.scope, record.outcome) == ("local_auto", "bugfix", "project", "成功")
+    assert record.what == ERROR
+    assert record.fix is not None and (record.fix.kind, record.fix.command) == ("command", FIXED)
+    assert record.title == f"ld: undefined symbol deflate — fixed by {FIXED}"
+    assert "automatically" in record.why
+    assert FIXED in record.where
+    assert FAILED in record.learned and FIXED in record.learned
+    assert record.tool_name == "bash" and record.session_id == "first"
+    assert record.topic_key is not None and record.topic_key.startswith("auto/") and len(record.topic_key) == 17
+    failure = jiyi.signature.analyze(ERROR).signatures
+    assert failure and set(failure) <= set(record.signatures)
+    with jiyi.Memory() as memory:
+        state = memory.store.session("first")
+        assert state is not None and (state.last_error, state.outcome) == (None, "成功")
+        text = memory.session(session_id="another").read_text(record.id)
+    assert text.splitlines()[1].startswith("source: 本机自动确认 · zlib-port · ")
+    assert "记录时会话结局：成功" in text.splitlines()[1]
+    assert f"现象（What）：{ERROR}" in text
+    assert f"修法（Fix，命令）：{FIXED}" in text
+
+    # The same failure fixed the same way in a second session: one more source, no duplicate.
+    recalled = _hook(tmp_path, jiyi_home, _failure(project, "second"))
+    assert json.loads(recalled.stdout)["hookSpecificOutput"]["additionalContext"].startswith(f"jiyi: [{record.id}]")
+    _hook(tmp_path, jiyi_home, _success(project, "second"))
+    again = _only()
+    assert (again.hex, again.sources, again.revision) == (record.hex, 2, 1)
+
+    # ... and again in either session: that session is counted already.
+    for session_id in ("first", "second"):
+        _hook(tmp_path, jiyi_home, _failure(project, session_id))
+        _hook(tmp_path, jiyi_home, _success(project, session_id))
+    assert _only().sources == 2
+
+
+def test_an_edit_between_failure_and_success_is_named_in_where(tmp_path: Path, jiyi_home: Path, project: Path) -> None:
+    _hook(tmp_path, jiyi_home, _edit(project, "edits", "README"))  # before the failure: not part of the fix
+    _hook(tmp_path, jiyi_home, _failure(project, "edits", "make"))
+    _hook(tmp_path, jiyi_home, _edit(project, "edits"))
+    _hook(tmp_path, jiyi_home, _success(project, "edits", "make"))
+
+    record = _only()
+    assert record.origin == "local_auto"
+    assert record.where == "command: make; files: Makefile"
+    assert "README" not in f"{record.where} {record.learned} {record.title}"
+    assert record.title == "ld: undefined symbol deflate — fixed by editing Makefile"
+    assert "Makefile" in record.learned
+    assert record.fix is None  # what the edit was is not known: no fix to hand over
+
+
+def test_the_same_command_succeeding_with_nothing_edited_writes_no_record(
+    tmp_path: Path, jiyi_home: Path, project: Path
+) -> None:
+    _hook(tmp_path, jiyi_home, _failure(project, "flaky"))
+    _hook(tmp_path, jiyi_home, _success(project, "flaky", f"  {FAILED} "))  # same command, other spacing
+    assert _records() == []
+    with jiyi.Memory() as memory:
+        state = memory.store.session("flaky")
+        assert state is not None and (state.last_error, state.outcome) == (None, "成功")
+
+
+def test_jiyi_auto_records_false_writes_no_record(tmp_path: Path, jiyi_home: Path, project: Path) -> None:
+    _hook(tmp_path, jiyi_home, _failure(project, "off"), JIYI_AUTO_RECORDS="false")
+    _hook(tmp_path, jiyi_home, _edit(project, "off"), JIYI_AUTO_RECORDS="false")
+    _hook(tmp_path, jiyi_home, _success(project, "off"), JIYI_AUTO_RECORDS="false")
+    assert _records() == []
+
+
+def test_the_project_file_turns_automatic_records_off(tmp_path: Path, jiyi_home: Path, project: Path) -> None:
+    (project / ".git").mkdir()
+    (project / ".jiyi.toml").write_text("auto_records = false\n", encoding="utf-8")
+    _hook(tmp_path, jiyi_home, _failure(project, "off"))
+    _hook(tmp_path, jiyi_home, _success(project, "off"))
+    assert _records() == []
+
+
+def test_a_note_written_after_the_failure_is_confirmed_instead(tmp_path: Path, jiyi_home: Path, project: Path) -> None:
+    _hook(tmp_path, jiyi_home, _failure(project, "noted"))
+    with jiyi.Memory() as memory:
+        written = memory.session(session_id="noted").note(**note(what="ld: undefined symbol deflate")).record
+    assert written.outcome == "失败"  # the session was failing when the note was written
+    _hook(tmp_path, jiyi_home, _success(project, "noted"))
+
+    record = _only()
+    assert (record.hex, record.origin) == (written.hex, "local_auto")
+
+
+def test_a_different_fix_of_the_same_failure_is_a_new_revision(jiyi_home: Path, project: Path) -> None:
+    with jiyi.Memory() as memory:
+        first = memory.session(session_id="one")
+        first.observe_tool_result("Bash", ok=False, error=ERROR, command=FAILED)
+        first.observe_tool_result("Bash", ok=True, command=FIXED)
+        other = memory.session(session_id="two")
+        other.observe_tool_result("Bash", ok=False, error=ERROR, command=FAILED)
+        other.observe_tool_result("Bash", ok=True, command="cc -o app main.o /usr/lib/libz.a")
+        records = memory.store.list_records()
+        assert len(records) == 1
+        record = records[0]
+        assert (record.revision, record.sources, record.origin) == (2, 2, "local_auto")
+        assert record.fix is not None and record.fix.command == "cc -o app main.o /usr/lib/libz.a"
+        changes = [rev.change for rev in memory.store.revisions(record.hex)]
+    assert changes[0] == "created" and "fix" in changes[1]
+
+
+def test_commands_and_files_are_redacted(jiyi_home: Path, project: Path) -> None:
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    with jiyi.Memory() as memory:
+        agent = memory.session(session_id="secret")
+        agent.observe_tool_result("Bash", ok=False, error=ERROR, command=f"curl -H 'token: {token}' x")
+        agent.observe_tool_result("Bash", ok=True, command=f"GITHUB_TOKEN={token} cc -o app main.o -lz")
+        record = memory.store.list_records()[0]
+    stored = json.dumps([record.title, record.where, record.learned, record.fix and record.fix.command])
+    assert token not in stored
+    assert "cc -o app main.o -lz" in stored
+
+
+def test_jiyi_run_records_its_command_and_closes_the_loop(
+    tmp_path: Path, jiyi_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {**os.environ, "JIYI_SESSION_ID": "run-session"}
+    failing = [sys.executable, "-c", "import sys; sys.exit('ld: undefined symbol deflate')"]
+    passing = [sys.executable, "-c", "pass"]
+    for command, code in ((failing, 1), (passing, 0)):
+        done = subprocess.run(
+            [sys.executable, "-m", "jiyi", "run", "--", *command], capture_output=True, env=env, cwd=project, timeout=60
+        )
+        assert done.returncode == code, done.stderr
+    record = _only()
+    assert record.origin == "local_auto"
+    import shlex
+
+    assert record.fix is not None and record.fix.command == shlex.join(passing)
+    assert shlex.join(failing) in record.learned
+
+
+def test_a_title_is_cut_to_160_characters(jiyi_home: Path, project: Path) -> None:
+    long_command = "cc " + " ".join(f"-I/very/long/include/path/{i}" for i in range(40))
+    with jiyi.Memory() as memory:
+        agent = memory.session(session_id="long")
+        agent.observe_tool_result("Bash", ok=False, error="x" * 500 + "\nld: undefined symbol deflate", command="cc")
+        agent.observe_tool_result("Bash", ok=True, command=long_command)
+        record = memory.store.list_records()[0]
+    assert len(record.title) <= auto_record.TITLE_MAX
+    assert record.title.endswith("…")
+
+
+def test_writing_the_record_keeps_the_hook_light(tmp_path: Path, jiyi_home: Path, project: Path) -> None:
+    _hook(tmp_path, jiyi_home, _failure(project, "light"))
+    done = _hook_profiled(tmp_path, jiyi_home, _success(project, "light"))
+    imported = {line.split("|")[-1].strip() for line in done.splitlines() if "|" in line}
+    assert not {name.split(".")[0] for name in imported} & {"click", "rich", "mcp", "pydantic"}
+    assert not {"jiyi.ranking", "jiyi.formats", "jiyi.session", "jiyi.memory"} & imported
+    assert "jiyi.auto_record" in imported
+    assert _only().origin == "local_auto"
+
+
+def _hook_profiled(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any]) -> str:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "JIYI_HOME": str(jiyi_home),
+        "JIYI_CONFIG_DIR": str(tmp_path / "jiyi-config"),
+        "PYTHONPROFILEIMPORTTIME": "1",
+    }
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jiyi", "hook", "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    return done.stderr.decode()
+
+
+# -- parsing, in-process -------------------------------------------------------------------
+def test_parse_keeps_the_command_and_the_files_edited() -> None:
+    bash = hook.parse("claude-code", {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+                                      "tool_input": {"command": FAILED}, "error": ERROR})  # fmt: skip
+    assert bash is not None and bash.call is not None and bash.call.command == FAILED
+    write = hook.parse(
+        "claude-code",
+        {"hook_event_name": "PostToolUse", "tool_name": "Write", "tool_input": {"file_path": "/p/a.c"}},
+    )
+    assert write is not None and write.call is not None and write.call.edited == ("/p/a.c",)
+    notebook = hook.parse(
+        "claude-code",
+        {"hook_event_name": "PostToolUse", "tool_name": "NotebookEdit", "tool_input": {"notebook_path": "/p/n.ipynb"}},
+    )
+    assert notebook is not None and notebook.call is not None and notebook.call.edited == ("/p/n.ipynb",)
+    patch = "*** Begin Patch\n*** Update File: src/a.c\n@@\n-x\n+y\n*** Add File: src/b.h\n+z\n*** End Patch\n"
+    codex = hook.parse(
+        "codex",
+        {"hook_event_name": "PostToolUse", "tool_name": "apply_patch", "tool_input": {"input": patch}},
+    )
+    assert codex is not None and codex.call is not None and codex.call.edited == ("src/a.c", "src/b.h")
+    argv = hook.parse(
+        "codex",
+        {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "exec_command",
+            "tool_input": {"command": ["bash", "-lc", FIXED]},
+            "tool_response": {"exit_code": 0},
+        },
+    )
+    assert argv is not None and argv.call is not None and (argv.call.tool, argv.call.command) == ("bash", FIXED)
+    failed_edit = hook.parse(
+        "claude-code",
+        {"hook_event_name": "PostToolUseFailure", "tool_name": "Edit", "tool_input": {"file_path": "/p/a.c"},
+         "error": "String to replace not found"},
+    )  # fmt: skip
+    assert failed_edit is not None and failed_edit.call is not None and failed_edit.call.edited == ()
+
+
+def test_the_topic_comes_from_the_first_signature() -> None:
+    assert auto_record.topic_key(("sha256:abc", "sha256:def"), "x") == auto_record.topic_key(("sha256:abc",), "y")
+    assert auto_record.topic_key((), "a  b") == auto_record.topic_key((), "a b")
