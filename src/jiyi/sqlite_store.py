@@ -500,17 +500,19 @@ class SQLiteStore(Store):
             count = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {column} = ? LIMIT ?)"
             return bool(db.execute(count, (key, _COMMON_KEY_RECORDS + 1)).fetchone()[0] > _COMMON_KEY_RECORDS)
 
-        if len(keys) > 1 or only_rare:
-            rare = self._guard(lambda db: [k for k in keys if not common(db, k)])
-            if not rare and only_rare:
-                return []
-            keys = rare or keys
+        rare = self._guard(lambda db: [k for k in keys if not common(db, k)])
+        if rare:  # each has at most the bound of records: the scan below reads them all
+            keys, scan = rare, _COMMON_KEY_RECORDS * len(rare)
+        elif only_rare:
+            return []
+        else:  # only common keys: the most recent of a bounded share of their records
+            scan = _COMMON_KEY_RECORDS
         marks = ",".join("?" * len(keys))
         sql = (
-            f"SELECT t.hex FROM {table} t JOIN records r ON r.hex = t.hex WHERE t.{column} IN ({marks}) "
-            "GROUP BY t.hex ORDER BY count(*) DESC, max(r.updated) DESC LIMIT ?"
+            f"SELECT t.hex FROM (SELECT hex FROM {table} WHERE {column} IN ({marks}) LIMIT ?) t "
+            "JOIN records r ON r.hex = t.hex GROUP BY t.hex ORDER BY count(*) DESC, max(r.updated) DESC LIMIT ?"
         )
-        return self._guard(lambda db: [r[0] for r in db.execute(sql, [*keys, limit])])
+        return self._guard(lambda db: [r[0] for r in db.execute(sql, [*keys, scan, limit])])
 
     def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]:
         # A signature on thousands of records is still the same error met again: kept when alone.
