@@ -505,7 +505,7 @@ class SQLiteStore(Store):
             keys, scan = rare, _COMMON_KEY_RECORDS * len(rare)
         elif only_rare:
             return []
-        else:  # only common keys: the most recent of a bounded share of their records
+        else:  # only common keys: a bounded sample of their records (index order), most recent first
             scan = _COMMON_KEY_RECORDS
         marks = ",".join("?" * len(keys))
         sql = (
