@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 # The nine ranking signals in the order SPEC §4 fixes for every matched line.
@@ -51,3 +56,36 @@ def note(**changes: Any) -> dict[str, Any]:
         else:
             base[key] = value
     return base
+
+
+def hook_env(tmp_path: Path, jiyi_home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `jiyi hook` subprocess: the test's store and config, nothing of the real home."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "JIYI_HOME": str(jiyi_home),
+        "JIYI_CONFIG_DIR": str(tmp_path / "jiyi-config"),
+        **extra,
+    }
+    if os.environ.get("PYTHONPATH"):  # the interpreter under test finds jiyi the same way
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def run_hook(
+    tmp_path: Path,
+    jiyi_home: Path,
+    payload: Any,
+    *,
+    agent: str = "claude-code",
+    raw: bytes | None = None,
+    **extra: str,
+) -> subprocess.CompletedProcess[bytes]:
+    """One real `python -m jiyi hook <agent>` process fed one event on stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "jiyi", "hook", agent],
+        input=raw if raw is not None else json.dumps(payload).encode(),
+        capture_output=True,
+        env=hook_env(tmp_path, jiyi_home, **extra),
+        cwd=tmp_path,
+        timeout=60,
+    )

@@ -19,7 +19,7 @@ import jiyi
 from jiyi import auto_record, hook
 from jiyi.records import Record
 
-from .helpers import note
+from .helpers import note, run_hook
 
 ERROR = "Exit code 1\nld: undefined symbol deflate"
 FAILED = "cc -o app main.o"
@@ -35,22 +35,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any], **extra: str) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "JIYI_HOME": str(jiyi_home),
-        "JIYI_CONFIG_DIR": str(tmp_path / "jiyi-config"),
-        **extra,
-    }
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    done = subprocess.run(
-        [sys.executable, "-m", "jiyi", "hook", "claude-code"],
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=60,
-    )
+    done = run_hook(tmp_path, jiyi_home, payload, **extra)
     assert (done.returncode, done.stderr) == (0, b"")
     return done
 

@@ -14,7 +14,7 @@ import pytest
 import jiyi
 from jiyi import hook
 
-from .helpers import ZLIB
+from .helpers import ZLIB, run_hook
 
 SESSION = "0b6c5a1e-7d1f-4f39-9a77-claude"
 
@@ -33,15 +33,7 @@ def _env(tmp_path: Path, jiyi_home: Path) -> dict[str, str]:
 def _hook(
     tmp_path: Path, jiyi_home: Path, payload: Any, agent: str = "claude-code", raw: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    data = raw if raw is not None else json.dumps(payload).encode()
-    return subprocess.run(
-        [sys.executable, "-m", "jiyi", "hook", agent],
-        input=data,
-        capture_output=True,
-        env=_env(tmp_path, jiyi_home),
-        cwd=tmp_path,
-        timeout=60,
-    )
+    return run_hook(tmp_path, jiyi_home, payload, agent=agent, raw=raw)
 
 
 def _event(name: str, project: Path, **fields: Any) -> dict[str, Any]:

@@ -7,9 +7,7 @@ with the same session id for what the MCP server does (memory_search / memory_re
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ import pytest
 import jiyi
 from jiyi import hook
 
-from .helpers import ZLIB, note
+from .helpers import ZLIB, note, run_hook
 
 SESSION = "5f0c1d2e-loop-4a8b-replay"
 ERROR = "Exit code 1\nld: undefined symbol deflate"
@@ -41,21 +39,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[bytes]:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "JIYI_HOME": str(jiyi_home),
-        "JIYI_CONFIG_DIR": str(tmp_path / "jiyi-config"),
-    }
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    done = subprocess.run(
-        [sys.executable, "-m", "jiyi", "hook", "claude-code"],
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=60,
-    )
+    done = run_hook(tmp_path, jiyi_home, payload)
     assert (done.returncode, done.stderr) == (0, b"")
     return done
 

@@ -63,33 +63,34 @@ def run_command(command: tuple[str, ...]) -> None:
 
 def run(command: list[str], limit: int = MAX_ERROR) -> tuple[int, str]:
     """Run ``command`` with its stdout and stderr copied through unchanged; returns the exit status
-    (128 + signal when killed, 127 when it cannot start) and the tail of its output, both streams
-    in the order they arrived."""
+    (128 + signal when killed, 127 when it cannot start) and the tail of its output: the tail of
+    stdout, then the tail of stderr. Each stream is kept apart because two pipes read by two
+    threads have no order between them, and stderr goes last because that is where tools put the
+    error; it gets the larger share of ``limit``."""
     try:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         message = f"jiyi run: {command[0]}: {exc.strerror or exc}"
         click.echo(message, err=True)
         return 127, message
-    tail: deque[bytes] = deque()
-    kept = [0]
-    lock = threading.Lock()
 
-    def pump(source: IO[bytes], target: IO[bytes]) -> None:
+    def pump(source: IO[bytes], target: IO[bytes], tail: deque[bytes]) -> None:
         read = getattr(source, "read1", source.read)
+        kept = 0
         while chunk := read(65536):
             target.write(chunk)
             target.flush()
-            with lock:
-                tail.append(chunk)
-                kept[0] += len(chunk)
-                while kept[0] - len(tail[0]) >= 4 * limit:
-                    kept[0] -= len(tail.popleft())
+            tail.append(chunk)
+            kept += len(chunk)
+            while kept - len(tail[0]) >= 4 * limit:
+                kept -= len(tail.popleft())
 
     assert child.stdout is not None and child.stderr is not None
+    out_tail: deque[bytes] = deque()
+    err_tail: deque[bytes] = deque()
     pumps = [
-        threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer), daemon=True),
-        threading.Thread(target=pump, args=(child.stderr, sys.stderr.buffer), daemon=True),
+        threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer, out_tail), daemon=True),
+        threading.Thread(target=pump, args=(child.stderr, sys.stderr.buffer, err_tail), daemon=True),
     ]
     for thread in pumps:
         thread.start()
@@ -102,8 +103,12 @@ def run(command: list[str], limit: int = MAX_ERROR) -> tuple[int, str]:
     for thread in pumps:
         thread.join()
     code = status if status >= 0 else 128 - status
-    output = b"".join(tail).decode("utf-8", "replace")
-    return code, output[-limit:]
+    out = b"".join(out_tail).decode("utf-8", "replace").rstrip("\n")
+    err = b"".join(err_tail).decode("utf-8", "replace").rstrip("\n")
+    err = err[-limit:]
+    room = limit - len(err) - 1  # what is left for stdout after stderr and the joining newline
+    out = out[-room:] if room > 0 else ""
+    return code, "\n".join(part for part in (out, err) if part)
 
 
 COMMANDS = [hook_command, run_command]
