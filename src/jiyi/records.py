@@ -65,6 +65,50 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Reproduction:
+    """How to meet the failure again, captured when a note is written in a git repository: the
+    command that failed, where to get the code (the remote URL, else the local path) and the commit."""
+
+    command: str
+    repo: str
+    commit: str
+    cwd: str = ""  # where the command ran, relative to the repository's top
+
+    def to_dict(self) -> dict[str, str]:
+        return {"command": self.command, "repo": self.repo, "commit": self.commit, "cwd": self.cwd}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Reproduction:
+        return cls(str(data["command"]), str(data["repo"]), str(data["commit"]), str(data.get("cwd", "")))
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The replay runs of a record so far (SPEC §1's ``核验`` line): how, when last, where."""
+
+    how: str  # "replay"
+    date: str  # YYYY-MM-DD of the last run
+    environment: str  # e.g. "os=linux,arch=x86_64"
+    passed: int
+    tries: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "how": self.how,
+            "date": self.date,
+            "environment": self.environment,
+            "passed": self.passed,
+            "tries": self.tries,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verification:
+        return cls(
+            str(data["how"]), str(data["date"]), str(data["environment"]), int(data["passed"]), int(data["tries"])
+        )
+
+
+@dataclass(frozen=True)
 class Relation:
     source_id: str  # the record that made the mark
     relation: str  # wrong | outdated
@@ -100,6 +144,8 @@ class Record:
     signatures: tuple[str, ...] = ()
     symbols: tuple[str, ...] = ()
     marked: list[Relation] = field(default_factory=list)
+    reproduction: Reproduction | None = None
+    verification: Verification | None = None
 
     @property
     def id(self) -> str:
