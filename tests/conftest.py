@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import functools
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,3 +18,39 @@ def jiyi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     for name in ("JIYI_NOTES", "JIYI_READ_BUDGET", "JIYI_SESSION_ID", "JIYI_LOCALE", "CLAUDE_CODE_SESSION_ID"):
         monkeypatch.delenv(name, raising=False)
     yield home
+
+
+PG_DSN = os.environ.get("JIYI_TEST_PG", "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=3")
+
+
+@functools.cache
+def _pg_unavailable() -> str | None:
+    """Why the PostgreSQL tests cannot run here, or None when they can."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed (pip install -e '.[test]')"
+    try:
+        psycopg.connect(PG_DSN).close()
+    except psycopg.Error as exc:
+        return f"no PostgreSQL answers at {PG_DSN!r}: {str(exc).strip().splitlines()[0]}"
+    return None
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[tuple[str, str]]:
+    """(dsn, schema): a fresh PostgreSQL schema of its own, dropped afterwards, so tests (and
+    parallel runs) never see each other's tables."""
+    reason = _pg_unavailable()
+    if reason:
+        pytest.skip(reason)
+    import psycopg
+
+    schema = f"jiyi_t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield PG_DSN, schema
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
