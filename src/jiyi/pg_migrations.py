@@ -1,0 +1,245 @@
+"""PostgreSQL schema as named, recorded migrations, like ``migrations.py`` for SQLite: applied when
+a ``PgDatabase`` opens, one transaction per step, each recorded in ``_migrations``.
+
+Several server processes may start at once against one database: ``apply`` holds an advisory lock
+(per schema) while it looks and applies, so each step runs exactly once.
+
+Never edit a migration that has shipped; add a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+MIGRATIONS: list[tuple[str, str]] = []
+
+
+def migration(name: str, sql: str) -> None:
+    MIGRATIONS.append((name, sql))
+
+
+# Everything is keyed by team first: every query names the team (docs/team-protocol.md).
+migration(
+    "m001_records",
+    """
+    CREATE TABLE teams (
+        id bigserial PRIMARY KEY,
+        name text NOT NULL UNIQUE,
+        created text NOT NULL
+    );
+    CREATE TABLE tokens (
+        hash text PRIMARY KEY,  -- sha256 of the token; the token itself is never stored
+        team_id bigint NOT NULL REFERENCES teams(id),
+        member text NOT NULL,
+        created text NOT NULL,
+        revoked text
+    );
+    CREATE INDEX tokens_member ON tokens(team_id, member);
+
+    -- One sequence for every change a pull must see (record_seq), assigned last in a transaction
+    -- under the team's advisory lock, so seq order is commit order.
+    CREATE SEQUENCE record_seq;
+    CREATE TABLE records (
+        team_id bigint NOT NULL REFERENCES teams(id),
+        hex text NOT NULL,
+        rid bigserial,
+        remote boolean NOT NULL DEFAULT false,
+        title text NOT NULL,
+        type text NOT NULL,
+        scope text NOT NULL,
+        what text NOT NULL,
+        why text NOT NULL,
+        loc text NOT NULL,
+        learned text NOT NULL,
+        topic_key text,
+        topic_scope text,
+        revision integer NOT NULL DEFAULT 1,
+        fix jsonb,
+        origin text NOT NULL,
+        project text NOT NULL,
+        project_key text NOT NULL,
+        environment jsonb NOT NULL DEFAULT '{}',
+        tool_name text,
+        outcome text NOT NULL DEFAULT '未知',
+        sources integer NOT NULL DEFAULT 1,
+        used_success integer NOT NULL DEFAULT 0,
+        evidence_refs jsonb NOT NULL DEFAULT '[]',
+        session_id text NOT NULL DEFAULT '',
+        created text NOT NULL,
+        updated text NOT NULL,
+        reproduction jsonb,
+        verification jsonb,
+        forgotten boolean NOT NULL DEFAULT false,
+        key_lines jsonb NOT NULL DEFAULT '[]',
+        normalized jsonb NOT NULL DEFAULT '[]',
+        sig_algorithm text NOT NULL DEFAULT '',
+        -- jiyi's own lexical terms (title weight A, body D); NULL once forgotten.
+        tsv tsvector,
+        seq bigint NOT NULL DEFAULT nextval('record_seq'),
+        PRIMARY KEY (team_id, hex)
+    );
+    -- Not unique, unlike SQLite's: two members may each write a record of the same topic.
+    CREATE INDEX records_topic ON records(team_id, topic_key, scope, topic_scope)
+        WHERE topic_key IS NOT NULL AND NOT forgotten;
+    CREATE INDEX records_hex ON records(hex);
+    CREATE INDEX records_rid ON records(team_id, rid);
+    CREATE INDEX records_seq ON records(team_id, seq);
+    CREATE INDEX records_updated ON records(team_id, updated);
+    CREATE INDEX records_tsv ON records USING gin (tsv);
+
+    CREATE TABLE revisions (
+        team_id bigint NOT NULL,
+        hex text NOT NULL,
+        revision integer NOT NULL,
+        session_id text NOT NULL,
+        created text NOT NULL,
+        change text NOT NULL,
+        snapshot jsonb NOT NULL,
+        PRIMARY KEY (team_id, hex, revision)
+    );
+    CREATE TABLE relations (
+        team_id bigint NOT NULL,
+        source_hex text NOT NULL,
+        target_hex text NOT NULL,
+        relation text NOT NULL,
+        created text NOT NULL,
+        PRIMARY KEY (team_id, source_hex, target_hex, relation)
+    );
+    CREATE INDEX relations_target ON relations(team_id, target_hex);
+    CREATE TABLE signatures (
+        team_id bigint NOT NULL,
+        sig text NOT NULL,
+        hex text NOT NULL,
+        PRIMARY KEY (team_id, sig, hex)
+    );
+    CREATE INDEX signatures_hex ON signatures(team_id, hex);
+    CREATE TABLE symbols (
+        team_id bigint NOT NULL,
+        symbol text NOT NULL,
+        hex text NOT NULL,
+        PRIMARY KEY (team_id, symbol, hex)
+    );
+    CREATE INDEX symbols_hex ON symbols(team_id, hex);
+
+    -- Documents per term for term_stats (ts_stat reads every vector: seconds at 1M records); the
+    -- term '' (never a real one) counts the indexed records. Kept by a trigger on every write.
+    CREATE TABLE terms (
+        team_id bigint NOT NULL,
+        term text NOT NULL,
+        docs bigint NOT NULL,
+        PRIMARY KEY (team_id, term)
+    );
+    CREATE FUNCTION records_terms() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        gone text[] := '{}';
+        came text[] := '{}';
+        tid bigint;
+    BEGIN
+        IF TG_OP <> 'INSERT' AND OLD.tsv IS NOT NULL THEN
+            gone := tsvector_to_array(OLD.tsv) || ''::text;
+        END IF;
+        IF TG_OP <> 'DELETE' AND NEW.tsv IS NOT NULL THEN
+            came := tsvector_to_array(NEW.tsv) || ''::text;
+        END IF;
+        tid := CASE WHEN TG_OP = 'DELETE' THEN OLD.team_id ELSE NEW.team_id END;
+        -- In term order, so concurrent writers lock the shared rows in one order (no deadlock).
+        INSERT INTO terms AS t (team_id, term, docs)
+            SELECT tid, d.term, sum(d.n) FROM (
+                SELECT unnest(came) AS term, 1 AS n UNION ALL SELECT unnest(gone), -1
+            ) d GROUP BY d.term HAVING sum(d.n) <> 0 ORDER BY d.term
+        ON CONFLICT (team_id, term) DO UPDATE SET docs = t.docs + excluded.docs;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER records_terms AFTER INSERT OR DELETE OR UPDATE OF tsv ON records
+        FOR EACH ROW EXECUTE FUNCTION records_terms();
+
+    -- Evidence per member as absolute values: a retried push sends the same numbers again.
+    CREATE TABLE evidence (
+        team_id bigint NOT NULL,
+        hex text NOT NULL,
+        member text NOT NULL,
+        sources integer NOT NULL,
+        used_success integer NOT NULL,
+        PRIMARY KEY (team_id, hex, member)
+    );
+    CREATE TABLE verifications (
+        id bigserial PRIMARY KEY,
+        team_id bigint NOT NULL,
+        hex text NOT NULL,
+        at text NOT NULL,
+        passed boolean NOT NULL,
+        how text NOT NULL,
+        environment text NOT NULL,
+        detail text NOT NULL
+    );
+    CREATE INDEX verifications_hex ON verifications(team_id, hex);
+    """,
+)
+
+migration(
+    "m002_sessions",
+    """
+    CREATE TABLE sessions (
+        team_id bigint NOT NULL,
+        id text NOT NULL,
+        project_key text NOT NULL DEFAULT '',
+        project text NOT NULL DEFAULT '',
+        started text NOT NULL,
+        last_seen text NOT NULL,
+        read_used integer NOT NULL DEFAULT 0,
+        last_tool text,
+        last_error text,
+        last_failure_at text,
+        last_signatures jsonb,
+        last_command text,
+        outcome text NOT NULL DEFAULT '未知',
+        PRIMARY KEY (team_id, id)
+    );
+    CREATE TABLE session_reads (
+        team_id bigint NOT NULL, session_id text NOT NULL, hex text NOT NULL, at text NOT NULL, last_at text,
+        PRIMARY KEY (team_id, session_id, hex)
+    );
+    CREATE TABLE session_notes (
+        team_id bigint NOT NULL, session_id text NOT NULL, hex text NOT NULL, at text NOT NULL, last_at text,
+        PRIMARY KEY (team_id, session_id, hex)
+    );
+    CREATE TABLE session_recalls (
+        team_id bigint NOT NULL, session_id text NOT NULL, hex text NOT NULL, at text NOT NULL,
+        PRIMARY KEY (team_id, session_id, hex)
+    );
+    CREATE TABLE session_edits (
+        team_id bigint NOT NULL, session_id text NOT NULL, path text NOT NULL, at text NOT NULL,
+        PRIMARY KEY (team_id, session_id, path)
+    );
+    CREATE TABLE record_confirmations (
+        team_id bigint NOT NULL, hex text NOT NULL, session_id text NOT NULL, at text NOT NULL,
+        PRIMARY KEY (team_id, hex, session_id)
+    );
+    """,
+)
+
+
+def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:
+    """Create ``schema`` if missing and apply what is missing on ``conn`` (autocommit, its
+    search_path set to the schema); returns the names applied now."""
+    # Session-level, not per step: the schema and _migrations must not be created twice either.
+    conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"jiyi-migrate:{schema}",))
+    try:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name text PRIMARY KEY, applied_at text NOT NULL)")
+        done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+        applied: list[str] = []
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            with conn.transaction():
+                conn.execute(sql.encode())
+                conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (%s, %s)", (name, now()))
+            applied.append(name)
+        return applied
+    finally:
+        if not conn.closed:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"jiyi-migrate:{schema}",))

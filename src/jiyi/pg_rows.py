@@ -1,0 +1,91 @@
+"""Rows of the ``records`` table: what ``PgStore`` writes for a record and reads back."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from .pg_search import tsvector_text
+from .records import Fix, Record, Relation, Reproduction, Verification
+
+if TYPE_CHECKING:
+    from .indexing import Derived
+
+COLUMNS = (
+    "hex, remote, title, type, scope, what, why, loc, learned, topic_key, revision, fix, origin, project, "
+    "project_key, environment, tool_name, outcome, sources, used_success, evidence_refs, session_id, "
+    "created, updated, reproduction, verification, forgotten"
+)
+PUT_COLUMNS = [c.strip() for c in COLUMNS.split(",")] + [
+    "topic_scope", "key_lines", "normalized", "sig_algorithm", "tsv",
+]  # fmt: skip
+PUT_SQL = (
+    f"INSERT INTO records (team_id, {', '.join(PUT_COLUMNS)}) VALUES ({', '.join(['%s'] * (len(PUT_COLUMNS) + 1))}) "
+    "ON CONFLICT (team_id, hex) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in PUT_COLUMNS if c not in ("hex", "created"))
+)
+
+
+def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any, ...]:
+    """The values of ``PUT_COLUMNS`` (after team_id) for ``record``; no full text when forgotten."""
+    from .signature import ALGORITHM
+
+    topic_scope = (record.project_key if record.scope == "project" else "") if record.topic_key else None
+    tsv = None
+    if derived is not None and not record.forgotten:
+        tsv = tsvector_text(derived.index_title, derived.index_body)
+    return (
+        team,
+        record.hex, record.remote, record.title, record.type, record.scope, record.what, record.why,
+        record.where, record.learned, record.topic_key, record.revision,
+        Jsonb(record.fix.to_dict()) if record.fix else None,
+        record.origin, record.project, record.project_key, Jsonb(record.environment), record.tool_name,
+        record.outcome, record.sources, record.used_success, Jsonb(list(record.evidence_refs)), record.session_id,
+        record.created, record.updated,
+        Jsonb(record.reproduction.to_dict()) if record.reproduction else None,
+        Jsonb(record.verification.to_dict()) if record.verification else None,
+        record.forgotten, topic_scope,
+        Jsonb(list(derived.key_lines) if derived else []), Jsonb(list(derived.normalized) if derived else []),
+        ALGORITHM, tsv,
+    )  # fmt: skip
+
+
+def row_record(
+    row: tuple[Any, ...], marks: dict[str, list[Relation]], sigs: dict[str, list[str]], syms: dict[str, list[str]]
+) -> Record:
+    (hexid, remote, title, kind, scope, what, why, loc, learned, topic, revision, fix, origin, project,
+     project_key, environment, tool, outcome, sources, used, refs, session_id, created, updated,
+     reproduction, verification, forgotten) = row  # fmt: skip
+    return Record(
+        hex=hexid,
+        remote=bool(remote),
+        title=title,
+        type=kind,
+        scope=scope,
+        what=what,
+        why=why,
+        where=loc,
+        learned=learned,
+        topic_key=topic,
+        revision=revision,
+        fix=Fix.from_dict(fix) if fix else None,
+        origin=origin,
+        project=project,
+        project_key=project_key,
+        environment=dict(environment),
+        tool_name=tool,
+        outcome=outcome,
+        sources=sources,
+        used_success=used,
+        evidence_refs=list(refs),
+        session_id=session_id,
+        created=created,
+        updated=updated,
+        forgotten=bool(forgotten),
+        signatures=tuple(sigs.get(hexid, ())),
+        symbols=tuple(syms.get(hexid, ())),
+        marked=marks.get(hexid, []),
+        reproduction=Reproduction.from_dict(reproduction) if reproduction else None,
+        verification=Verification.from_dict(verification) if verification else None,
+    )

@@ -1,0 +1,129 @@
+"""Look-ups of ``PgStore`` (the search half of ``Store``): signatures and symbols in their own
+tables with sqlite_store's common-key bounding, and full text as a ``tsvector`` of jiyi's own
+lexical terms.
+
+The vector is built here, not by a PostgreSQL text-search parser, so its terms are exactly those
+SQLite's FTS5 indexes (no stemming; ``pthread_create`` one term, CJK bigrams as they are); a query
+is quoted lexemes OR-ed, so no text ever reaches tsquery syntax. Document counts per term come from
+the ``terms`` table a trigger keeps (``pg_migrations``): ``ts_stat`` would read every vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .pg_database import PgDatabase
+from .store import TermStats
+
+# Signatures and symbols on more records than this are left out of a look-up with rarer ones
+# (as sqlite_store's _COMMON_KEY_RECORDS).
+_COMMON_KEY_RECORDS = 2000
+_COMMON_SAMPLE = 4  # records of common keys sampled per wanted hit
+_MAX_POSITION = 16383  # tsvector positions stop here
+_MAX_POSITIONS = 255  # a lexeme keeps at most this many
+# ts_rank's weights are {D, C, B, A}: the title (A) counts twice the body (D), as bm25(2.0, 1.0).
+_RANK_WEIGHTS = "{0.5,0.5,0.5,1.0}"
+# Matches of a full-text look-up ranked at most; past it, a sample in index order (as
+# sqlite_store samples common keys). The ranking's rare terms stay under it but for the rarest
+# one, which may be common.
+_TERM_SCAN = 2000
+
+
+def lexeme(term: str) -> str:
+    """``term`` quoted as one tsvector / tsquery lexeme: nothing in it is read as syntax."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_text(index_title: str, index_body: str) -> str:
+    """The tsvector (as text) of a record's indexed terms, with positions so ts_rank sees frequency."""
+    positions: dict[str, list[str]] = {}
+    position = 0
+    for weight, text in (("A", index_title), ("", index_body)):
+        for term in text.split():
+            position = min(position + 1, _MAX_POSITION)
+            kept = positions.setdefault(term, [])
+            if len(kept) < _MAX_POSITIONS:
+                kept.append(f"{position}{weight}")
+    return " ".join(f"{lexeme(t)}:{','.join(p)}" for t, p in positions.items())
+
+
+def tsquery_text(terms: Iterable[str]) -> str:
+    return " | ".join(lexeme(t) for t in dict.fromkeys(terms) if t.strip())
+
+
+class PgSearch:
+    db: PgDatabase
+    team: int
+
+    def _lookup(self, table: str, column: str, values: Iterable[str], limit: int, *, only_rare: bool) -> list[str]:
+        keys = list(dict.fromkeys(values))
+        if not keys:
+            return []
+        with self.db.cursor() as cur:
+            # As sqlite_store._lookup: a key on thousands of records names no particular one; when
+            # rarer keys are asked for too (or, with ``only_rare``, always) only they are looked up.
+            cur.execute(
+                f"SELECT k FROM unnest(%s::text[]) k WHERE (SELECT count(*) FROM (SELECT 1 FROM {table} "
+                f"WHERE team_id = %s AND {column} = k LIMIT %s) c) <= %s",
+                (keys, self.team, _COMMON_KEY_RECORDS + 1, _COMMON_KEY_RECORDS),
+            )
+            rare = [r[0] for r in cur.fetchall()]
+            if rare:
+                # Each has at most the bound of records: all are read, from the key's index alone;
+                # records sharing most keys first (no join with records, as sqlite_store).
+                cur.execute(
+                    f"SELECT hex FROM {table} WHERE team_id = %s AND {column} = ANY(%s) "
+                    "GROUP BY hex ORDER BY count(*) DESC, hex LIMIT %s",
+                    (self.team, rare, limit),
+                )
+                return [r[0] for r in cur.fetchall()]
+            if only_rare:
+                return []
+            # Only common keys: the most recent of a bounded sample of their records (index order).
+            cur.execute(
+                f"SELECT t.hex FROM (SELECT hex FROM {table} WHERE team_id = %s AND {column} = ANY(%s) LIMIT %s) t "
+                "JOIN records r ON r.team_id = %s AND r.hex = t.hex "
+                "GROUP BY t.hex ORDER BY count(*) DESC, max(r.updated) DESC LIMIT %s",
+                (self.team, keys, _COMMON_SAMPLE * limit, self.team, limit),
+            )
+            return [r[0] for r in cur.fetchall()]
+
+    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]:
+        # A signature on thousands of records is still the same error met again: kept when alone.
+        return self._lookup("signatures", "sig", signatures, limit, only_rare=False)
+
+    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]:
+        return self._lookup("symbols", "symbol", symbols, limit, only_rare=True)
+
+    def term_stats(self, terms: Iterable[str]) -> TermStats:
+        keys = list(dict.fromkeys(terms))
+        with self.db.cursor() as cur:
+            cur.execute("SELECT term, docs FROM terms WHERE team_id = %s AND term = ANY(%s)", (self.team, ["", *keys]))
+            found = {str(t): int(d) for t, d in cur.fetchall()}
+        return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in keys})
+
+    def by_terms(self, terms: list[str], limit: int) -> list[str]:
+        query = tsquery_text(terms)
+        if not query:
+            return []
+        with self.db.cursor() as cur:
+            # Ranked among at most _TERM_SCAN matches: each costs a heap read of its vector, and a
+            # term on 61 000 of 1 000 000 records took 370 ms to rank in full (bench/team_scale.py).
+            cur.execute(
+                "SELECT hex FROM (SELECT hex, rid, tsv FROM records WHERE team_id = %s AND tsv @@ %s::tsquery "
+                "LIMIT %s) m ORDER BY ts_rank(%s::real[], tsv, %s::tsquery, 1) DESC, rid DESC LIMIT %s",
+                (self.team, query, _TERM_SCAN, _RANK_WEIGHTS, query, limit),
+            )
+            return [r[0] for r in cur.fetchall()]
+
+    def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
+        keys = list(dict.fromkeys(hexids))
+        if not keys:
+            return {}
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT hex, tsvector_to_array(tsv) FROM records WHERE team_id = %s AND hex = ANY(%s) "
+                "AND tsv IS NOT NULL",
+                (self.team, keys),
+            )
+            return {h: set(terms) for h, terms in cur.fetchall()}

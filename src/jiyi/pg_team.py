@@ -1,0 +1,159 @@
+"""The team server's operations on a ``PgStore`` beyond the ``Store`` interface: merging a push,
+the changes since a pull's cursor, and replay verifications (docs/team-protocol.md).
+
+Merging is a union, never a last-writer-wins: revisions by number (only the machine that wrote a
+record writes its revisions, so equal numbers are the same revision), marks by (target, relation),
+and evidence per member as absolute values whose sum is the record's counters. Pushing the same
+line twice therefore changes nothing, and a no-op leaves ``seq`` alone so pulls do not see it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from .errors import InvalidArgument, NotFound
+from .records import Record, Revision, Verification, now
+from .transfer import record_from_json, record_to_json
+
+if TYPE_CHECKING:
+    from .pg_store import PgStore
+
+_HEX = re.compile(r"[0-9a-f]{32}")
+
+
+def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
+    try:
+        record = record_from_json(data)
+        revisions = [Revision(**rev) for rev in data.get("revisions") or []]
+        marks = [(str(m["target"]), str(m["relation"]), str(m["created"])) for m in data.get("marks") or []]
+        record.sources, record.used_success = int(record.sources), int(record.used_success)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidArgument("records", f"not an export line: {exc}") from None
+    if not isinstance(record.hex, str) or not _HEX.fullmatch(record.hex):
+        raise InvalidArgument("records", "hex is not 32 hex digits")
+    if any(rev.hex != record.hex for rev in revisions):
+        raise InvalidArgument("records", "a revision of another record")
+    if record.sources < 0 or record.used_success < 0:
+        raise InvalidArgument("records", "negative evidence")
+    return record, revisions, marks
+
+
+def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
+    from .indexing import derive
+
+    record, revisions, marks = _parse(data)
+    derived = derive(record)  # before the transaction: no lock waits on the analysis
+    team = store.team
+    with store.db.cursor() as cur:
+        # The row lock orders concurrent pushes of one record; two first pushes meet on the primary key
+        # (the second waits for the first, then updates).
+        cur.execute(
+            "SELECT revision, origin, verification FROM records WHERE team_id = %s AND hex = %s FOR UPDATE",
+            (team, record.hex),
+        )
+        row = cur.fetchone()
+        changed = store.put_revisions(cur, revisions) > 0
+        changed = store.put_marks(cur, record.hex, marks) > 0 or changed
+        cur.execute(
+            "INSERT INTO evidence AS e (team_id, hex, member, sources, used_success) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (team_id, hex, member) DO UPDATE SET sources = excluded.sources, "
+            "used_success = excluded.used_success "
+            "WHERE (e.sources, e.used_success) IS DISTINCT FROM (excluded.sources, excluded.used_success)",
+            (team, record.hex, member, record.sources, record.used_success),
+        )
+        changed = cur.rowcount > 0 or changed
+        # The record's row last: writing its full text locks the team's shared term counts (and
+        # the count of records) until the commit, so every push waits for those of the others.
+        if row is None or record.revision > int(row[0]):
+            # The server's own state survives a newer revision: its replays and what they concluded.
+            record.forgotten = False
+            record.verification = Verification.from_dict(row[2]) if row and row[2] else None
+            if row and row[1] == "team_verified":
+                record.origin = "team_verified"
+            store.put(cur, record, derived)
+            changed = True
+        if changed:
+            # After the row is written: a concurrent first push of the record has committed by then,
+            # and its member's evidence counts.
+            cur.execute(
+                "UPDATE records r SET sources = e.sources, used_success = e.used FROM (SELECT sum(sources) AS sources, "
+                "sum(used_success) AS used FROM evidence WHERE team_id = %s AND hex = %s) e "
+                "WHERE r.team_id = %s AND r.hex = %s",
+                (team, record.hex, team, record.hex),
+            )
+            store.bump(cur, [record.hex])
+        return changed
+
+
+def _lines(store: PgStore, rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Export lines of (hex, seq) rows, in their order."""
+    found = {r.hex: r for r in store.get_many(row[0] for row in rows)}
+    lines: list[dict[str, Any]] = []
+    for hexid, seq in rows:
+        record = found.get(hexid)
+        if record is not None:  # purged since the rows were read
+            lines.append({**record_to_json(store, record), "seq": int(seq)})
+    return lines
+
+
+def changes_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+    if limit < 1:
+        raise InvalidArgument("limit", "at least 1")
+    with store.db.cursor() as cur:
+        cur.execute(
+            "SELECT hex, seq FROM records WHERE team_id = %s AND seq > %s AND NOT forgotten ORDER BY seq LIMIT %s",
+            (store.team, cursor, limit + 1),
+        )
+        rows = cur.fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return _lines(store, rows), (int(rows[-1][1]) if rows else cursor), more
+
+
+def verification_candidates(store: PgStore, limit: int) -> list[dict[str, Any]]:
+    with store.db.cursor() as cur:
+        cur.execute(
+            "SELECT hex, seq FROM records WHERE team_id = %s AND NOT forgotten AND fix IS NOT NULL "
+            "AND reproduction IS NOT NULL AND verification IS NULL ORDER BY seq LIMIT %s",
+            (store.team, limit),
+        )
+        rows = cur.fetchall()
+    return _lines(store, rows)
+
+
+def add_verification(
+    store: PgStore, hexid: str, *, passed: bool, how: str, environment: str, detail: str
+) -> Verification:
+    team = store.team
+    with store.db.cursor() as cur:
+        cur.execute(
+            "SELECT verification FROM records WHERE team_id = %s AND hex = %s AND NOT forgotten FOR UPDATE",
+            (team, hexid),
+        )
+        row = cur.fetchone()
+        if row is None:
+            raise NotFound("rr_" + hexid)
+        cur.execute(
+            "INSERT INTO verifications (team_id, hex, at, passed, how, environment, detail) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (team, hexid, now(), passed, how, environment, detail),
+        )
+        before = Verification.from_dict(row[0]) if row[0] else None
+        summary = Verification(
+            how=how,
+            date=datetime.now(timezone.utc).date().isoformat(),
+            environment=environment,
+            passed=(before.passed if before else 0) + int(passed),
+            tries=(before.tries if before else 0) + 1,
+        )
+        cur.execute(
+            "UPDATE records SET verification = %s, origin = CASE WHEN %s THEN 'team_verified' ELSE origin END "
+            "WHERE team_id = %s AND hex = %s",
+            (Jsonb(summary.to_dict()), passed, team, hexid),
+        )
+        store.bump(cur, [hexid])
+        return summary

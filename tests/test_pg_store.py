@@ -1,0 +1,336 @@
+"""PostgreSQL only: migrations under concurrent start-up, teams and tokens, team isolation, and the
+team server's operations (merging pushes, changes since a cursor, verifications). The ``Store``
+interface itself is covered for both backends in test_store_contract.py."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.postgres
+
+psycopg = pytest.importorskip("psycopg")
+
+from jiyi import pg_migrations  # noqa: E402
+from jiyi.errors import InvalidArgument, NotFound, Unavailable  # noqa: E402
+from jiyi.indexing import derive  # noqa: E402
+from jiyi.pg_store import PgDatabase, PgStore  # noqa: E402
+from jiyi.records import Fix, Record, Reproduction  # noqa: E402
+from jiyi.sqlite_store import SQLiteStore  # noqa: E402
+from jiyi.transfer import record_to_json  # noqa: E402
+
+from .test_store_contract import first, made  # noqa: E402
+
+
+@pytest.fixture
+def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema, max_size=8) as database:
+        yield database
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[SQLiteStore]:
+    """A member's own machine: records are written here and pushed as their export lines."""
+    store = SQLiteStore(tmp_path / "client.db")
+    yield store
+    store.close()
+
+
+def line(client: SQLiteStore, record: Record, marks: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
+    if client.get(record.hex) is None:
+        client.write_record(record, first(record), derive(record), marks=marks)
+    else:
+        client.write_record(record, replace(first(record), change="learned"), derive(record), marks=marks)
+    got = client.get(record.hex)
+    assert got is not None
+    return record_to_json(client, got)
+
+
+def rows(db: PgDatabase, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    with db.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()
+
+
+# -- migrations --------------------------------------------------------------------------------
+def test_migrations_are_recorded_once(pg_schema: tuple[str, str]) -> None:
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema) as one:
+        applied = one.applied_migrations()
+        assert [n for n, _ in applied] == [n for n, _ in pg_migrations.MIGRATIONS]
+    with PgDatabase(dsn, schema=schema) as two:
+        assert two.applied_migrations() == applied
+
+
+def test_servers_starting_at_once_migrate_once(pg_schema: tuple[str, str]) -> None:
+    dsn, _ = pg_schema
+    schema = pg_schema[1] + "_fresh"  # not created yet: the first to get the lock creates it
+    start = threading.Barrier(4)
+    opened: list[PgDatabase] = []
+    errors: list[BaseException] = []
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            opened.append(PgDatabase(dsn, schema=schema, min_size=1, max_size=1))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == [] and len(opened) == 4
+        names = [n for n, _ in opened[0].applied_migrations()]
+        assert names == [n for n, _ in pg_migrations.MIGRATIONS]
+    finally:
+        for database in opened:
+            database.close()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_a_failed_migration_leaves_nothing(pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    dsn, schema = pg_schema
+    broken = ("m999_broken", "CREATE TABLE half_done (x int); SELECT 1/0;")
+    monkeypatch.setattr(pg_migrations, "MIGRATIONS", [*pg_migrations.MIGRATIONS, broken])
+    with pytest.raises(Unavailable):
+        PgDatabase(dsn, schema=schema)
+    with psycopg.connect(dsn) as conn:
+        tables = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))}
+        names = {r[0] for r in conn.execute(f'SELECT name FROM "{schema}"._migrations')}
+    assert "records" in tables and "half_done" not in tables
+    assert "m999_broken" not in names
+
+
+def test_an_unreachable_server_is_unavailable() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(Unavailable):
+        PgDatabase(f"host=127.0.0.1 port={port} dbname=test user=postgres", timeout=2)
+    with pytest.raises(InvalidArgument):
+        PgDatabase("host=127.0.0.1", schema='x"; DROP')
+
+
+def test_a_closed_pool_is_unavailable(db: PgDatabase) -> None:
+    store = PgStore(db, db.create_team("t"))
+    db.close()
+    with pytest.raises(Unavailable):
+        store.count()
+
+
+# -- teams and tokens --------------------------------------------------------------------------
+def test_tokens_are_kept_hashed_and_can_be_revoked(db: PgDatabase) -> None:
+    team = db.create_team("core")
+    with pytest.raises(InvalidArgument):
+        db.create_team("core")
+    assert [(t.id, t.name) for t in db.list_teams()] == [(team, "core")]
+    token = db.create_token("core", "alice")
+    other = db.create_token(team, "bob")
+    assert token.startswith("jiyi_") and len(token) == len("jiyi_") + 43 and token != other
+    stored = rows(db, "SELECT hash, member FROM tokens ORDER BY member")
+    assert [m for _, m in stored] == ["alice", "bob"]
+    assert all(token not in h and len(h) == 64 for h, _ in stored)
+    member = db.authenticate(token)
+    assert member is not None and (member.team_id, member.team, member.name) == (team, "core", "alice")
+    assert db.authenticate("jiyi_unknown") is None and db.authenticate("") is None
+    assert db.revoke_token(token) == 1
+    assert db.authenticate(token) is None
+    assert db.revoke_token(token) == 0
+    assert db.revoke_token(team="core", member="bob") == 1
+    assert db.authenticate(other) is None
+    with pytest.raises(InvalidArgument):
+        db.create_token("no such team", "x")
+
+
+def test_teams_never_see_each_others_records(db: PgDatabase) -> None:
+    a, b = PgStore(db, db.create_team("a")), PgStore(db, db.create_team("b"))
+    record = made(topic_key="t/x")
+    a.write_record(record, first(record), derive(record))
+    assert b.get(record.hex) is None and b.get(record.hex, include_forgotten=True) is None
+    assert b.get_many([record.hex]) == [] and b.list_records() == [] and list(b.iter_records()) == []
+    assert b.by_terms(["deflate"], 5) == [] and b.by_signature(record.signatures, 5) == []
+    assert b.by_symbol(record.symbols, 5) == [] and b.indexed_terms([record.hex]) == {}
+    assert b.term_stats(["deflate"]).doc_counts == {"deflate": 0} and b.term_stats([]).total == 0
+    assert b.find_topic("t/x", "global", "p") is None
+    assert b.revisions(record.hex) == [] and b.search_hits("ld: undefined symbol deflate", 5) == []
+    assert b.forget(record.hex) is False and b.purge(record.hex) is False
+    assert b.changes_since(0, 10) == ([], 0, False)
+    with pytest.raises(NotFound):
+        b.add_verification(record.hex, passed=True, how="replay", environment="os=linux", detail="")
+    assert db.team_of(record.hex) == a.team and db.team_of("0" * 32) is None
+    assert a.count() == 1 and b.count() == 0
+    # One member in two teams pushes the same record to both: two records, one per team.
+    b.merge_pushed(record_to_json(a, a.get(record.hex)), "bob")  # type: ignore[arg-type]
+    assert db.team_of(record.hex, prefer=b.team) == b.team and db.team_of(record.hex, prefer=a.team) == a.team
+    assert b.count() == 1 and a.count() == 1
+    assert [h.record.hex for h in a.search_hits("ld: undefined symbol deflate", 5)] == [record.hex]
+
+
+# -- merging pushes ----------------------------------------------------------------------------
+def test_a_retried_push_changes_nothing(db: PgDatabase, client: SQLiteStore) -> None:
+    store = PgStore(db, db.create_team("t"))
+    record = made(reproduction=Reproduction("make", "git@example.com:r.git", "abc", ""))
+    data = line(client, record)
+    assert store.merge_pushed(data, "alice") is True
+    _, cursor, _ = store.changes_since(0, 10)
+    assert store.merge_pushed(data, "alice") is False
+    assert store.changes_since(cursor, 10) == ([], cursor, False)
+    got = store.get(record.hex)
+    assert got is not None and got.reproduction == record.reproduction and got.title == record.title
+    assert len(store.revisions(record.hex)) == 1 and store.integrity_check() == []
+
+
+def test_pushes_from_two_members_merge_without_loss(db: PgDatabase, client: SQLiteStore) -> None:
+    store = PgStore(db, db.create_team("t"))
+    target = made("target", what="another failure")
+    store.merge_pushed(line(client, target), "alice")
+    record = made(sources=1, used_success=0)
+    v1 = line(client, record)
+    assert store.merge_pushed(v1, "alice")
+    # bob's machine confirmed it twice and used it once: his own absolute counters.
+    assert store.merge_pushed({**v1, "sources": 2, "used_success": 1}, "bob")
+    got = store.get(record.hex)
+    assert got is not None and (got.sources, got.used_success) == (3, 1)
+    assert store.merge_pushed({**v1, "sources": 2, "used_success": 1}, "bob") is False
+    # alice revises it and marks the target outdated.
+    v2 = line(client, replace(record, revision=2, learned="add -lz last"), marks=[(target.hex, "outdated")])
+    assert store.merge_pushed(v2, "alice")
+    got = store.get(record.hex)
+    assert got is not None and got.learned == "add -lz last" and got.revision == 2
+    assert [r.revision for r in store.revisions(record.hex)] == [1, 2]
+    assert store.marks_by(record.hex) == [(target.hex, "outdated", v2["marks"][0]["created"])]
+    assert store.get(target.hex).is_outdated  # type: ignore[union-attr]
+    assert (got.sources, got.used_success) == (3, 1)
+    # A late retry of revision 1 (without the mark) takes nothing away.
+    assert store.merge_pushed(v1, "alice") is False
+    got = store.get(record.hex)
+    assert got is not None and got.learned == "add -lz last" and len(store.marks_by(record.hex)) == 1
+    assert store.by_terms(["last"], 5) == [record.hex]
+    assert store.term_stats(["last"]).doc_counts == {"last": 1} and store.integrity_check() == []
+
+
+def test_malformed_pushes_are_invalid(db: PgDatabase, client: SQLiteStore) -> None:
+    store = PgStore(db, db.create_team("t"))
+    data = line(client, made())
+    for bad in ({"title": "x"}, {**data, "hex": "../../etc"}, {**data, "sources": "many"}, {**data, "revisions": [1]}):
+        with pytest.raises(InvalidArgument):
+            store.merge_pushed(bad, "alice")
+    assert store.count() == 0
+
+
+def test_concurrent_pushes_are_all_kept(db: PgDatabase, client: SQLiteStore) -> None:
+    store = PgStore(db, db.create_team("t"))
+    # Six members push their own records and, each, new counters for one shared record.
+    shared = line(client, made("shared"))
+    store.merge_pushed(shared, "alice")
+    pushed = {
+        m: [line(client, made(f"member {m} note {i}", what=f"error M{m}N{i}")) for i in range(8)] for m in range(6)
+    }
+    start = threading.Barrier(6)
+    failures: list[BaseException] = []
+
+    def push(m: int) -> None:
+        start.wait()
+        try:
+            for data in pushed[m]:
+                assert store.merge_pushed(data, f"m{m}")
+                store.merge_pushed({**shared, "sources": 1, "used_success": m}, f"m{m}")
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=push, args=(m,)) for m in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failures == []
+    seen: list[str] = []
+    cursor, more = 0, True
+    while more:
+        page, cursor, more = store.changes_since(cursor, 7)
+        seen += [d["hex"] for d in page]
+    assert set(seen) == {d["hex"] for m in pushed for d in pushed[m]} | {shared["hex"]}
+    assert len(seen) == len(set(seen)) == 6 * 8 + 1
+    got = store.get(shared["hex"])
+    assert got is not None and (got.sources, got.used_success) == (1 + 6, sum(range(6)))
+    assert store.term_stats([]).total == 49 and store.integrity_check() == []
+
+
+# -- pulls and verification --------------------------------------------------------------------
+def test_changes_since_pages_in_commit_order(db: PgDatabase, client: SQLiteStore) -> None:
+    store = PgStore(db, db.create_team("t"))
+    records = [made(f"note {i}") for i in range(5)]
+    for record in records:
+        store.merge_pushed(line(client, record), "alice")
+    page, cursor, more = store.changes_since(0, 2)
+    assert [d["hex"] for d in page] == [r.hex for r in records[:2]] and more
+    assert page[0]["seq"] < page[1]["seq"] == cursor
+    assert set(page[0]) >= {"jiyi_export", "id", "revisions", "marks", "reproduction", "verification", "seq"}
+    page, cursor, more = store.changes_since(cursor, 3)
+    assert [d["hex"] for d in page] == [r.hex for r in records[2:]] and not more
+    assert store.changes_since(cursor, 3) == ([], cursor, False)
+    # A change moves a record to the end; a forgotten record is not sent.
+    store.merge_pushed(line(client, replace(records[0], revision=2, learned="changed")), "alice")
+    store.forget(records[1].hex)
+    page, cursor2, _ = store.changes_since(cursor, 10)
+    assert [d["hex"] for d in page] == [records[0].hex] and page[0]["learned"] == "changed" and cursor2 > cursor
+    with pytest.raises(InvalidArgument):
+        store.changes_since(0, 0)
+
+
+def test_verification_runs_are_kept_and_summarised(db: PgDatabase, client: SQLiteStore) -> None:
+    store = PgStore(db, db.create_team("t"))
+    reproduction = Reproduction("make", "https://example.com/r.git", "abc", "")
+    fixed = made(fix=Fix("command", command="make LDLIBS=-lz"), reproduction=reproduction)
+    store.merge_pushed(line(client, fixed), "alice")
+    store.merge_pushed(line(client, made("no fix", reproduction=reproduction)), "alice")
+    store.merge_pushed(line(client, made("no reproduction", fix=Fix("command", command="x"))), "alice")
+    assert [d["hex"] for d in store.verification_candidates(10)] == [fixed.hex]
+    _, cursor, _ = store.changes_since(0, 10)
+    failed = store.add_verification(fixed.hex, passed=False, how="replay", environment="os=linux", detail="exit 2")
+    assert (failed.passed, failed.tries, failed.environment) == (0, 1, "os=linux")
+    assert store.get(fixed.hex).origin == "note"  # type: ignore[union-attr]
+    passed = store.add_verification(fixed.hex, passed=True, how="replay", environment="os=darwin", detail="ok")
+    assert (passed.passed, passed.tries, passed.environment, passed.how) == (1, 2, "os=darwin", "replay")
+    got = store.get(fixed.hex)
+    assert got is not None and got.origin == "team_verified" and got.verification == passed
+    assert store.verification_candidates(10) == []
+    assert rows(db, "SELECT passed, detail FROM verifications ORDER BY id") == [(False, "exit 2"), (True, "ok")]
+    page, _, _ = store.changes_since(cursor, 10)
+    assert [d["hex"] for d in page] == [fixed.hex] and page[0]["verification"] == passed.to_dict()
+    # The owner's next revision keeps what the team's replays concluded.
+    store.merge_pushed(line(client, replace(fixed, revision=2, learned="still -lz")), "alice")
+    got = store.get(fixed.hex)
+    assert got is not None and got.origin == "team_verified" and got.verification == passed
+    with pytest.raises(NotFound):
+        store.add_verification("0" * 32, passed=True, how="replay", environment="", detail="")
+
+
+@pytest.mark.parametrize("query", ["'&|!():*\\", "a' | 'b", "!!! ((( ::: ***", "链接时 'x':* & !y", ""])
+def test_hostile_searches_are_plain_text(db: PgDatabase, client: SQLiteStore, query: str) -> None:
+    store = PgStore(db, db.create_team("t"))
+    store.merge_pushed(line(client, made()), "alice")
+    assert store.search_hits(query, 5) == []
+    assert len(store.search_hits(query + " undefined symbol deflate", 5)) == 1
+
+
+def test_a_common_term_is_ranked_among_a_bounded_sample(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jiyi import pg_search
+
+    store = PgStore(db, db.create_team("t"))
+    records = [made(f"deflate {i}") for i in range(3)]
+    store.write_many((r, first(r), derive(r)) for r in records)
+    assert len(store.by_terms(["deflate"], 5)) == 3
+    monkeypatch.setattr(pg_search, "_TERM_SCAN", 2)
+    assert len(store.by_terms(["deflate"], 5)) == 2

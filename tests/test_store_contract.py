@@ -1,0 +1,352 @@
+"""The ``Store`` interface, once per backend: every documented behaviour on SQLite and on
+PostgreSQL (one fresh schema and team per test). SQLite-only matters (WAL, locks, corrupt files)
+are in test_sqlite_store.py; PostgreSQL-only ones (teams, tokens, merging pushes) in
+test_pg_store.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jiyi
+from jiyi import sqlite_store
+from jiyi.errors import Unavailable
+from jiyi.indexing import derive
+from jiyi.ranking import Query, rank
+from jiyi.records import Fix, Record, Relation, Reproduction, Revision, Verification, new_hex, now, snapshot
+from jiyi.store import Store, TermStats
+
+from .helpers import ZLIB, note
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        lite = sqlite_store.SQLiteStore(tmp_path / "jiyi.db")
+        yield lite
+        lite.close()
+        return
+    dsn, schema = request.getfixturevalue("pg_schema")
+    from jiyi.pg_store import PgDatabase, PgStore
+
+    db = PgDatabase(dsn, schema=schema, max_size=4)
+    try:
+        yield PgStore(db, db.create_team("contract"))
+    finally:
+        db.close()
+
+
+def made(title: str = "Link zlib with -lz", **changes: Any) -> Record:
+    stamp = changes.pop("stamp", None) or now()
+    base = Record(
+        hex=new_hex(), title=title, type="bugfix", scope="global", what="ld: undefined symbol deflate",
+        why="zlib was not on the link line", where="Makefile LDLIBS", learned="add -lz after the objects",
+        project="p", project_key="p", session_id="s", created=stamp, updated=stamp,
+    )  # fmt: skip
+    record = replace(base, **changes)
+    if "signatures" not in changes and "symbols" not in changes:
+        from jiyi.signature import analyze
+
+        found = analyze(record.what)
+        record = replace(record, signatures=found.signatures, symbols=found.symbols)
+    return record
+
+
+def first(record: Record) -> Revision:
+    return Revision(record.hex, record.revision, record.session_id, record.updated, "created", snapshot(record))
+
+
+def put(store: Store, record: Record, **kw: Any) -> Record:
+    store.write_record(record, first(record), derive(record), **kw)
+    return record
+
+
+def test_a_written_record_reads_back_whole(store: Store) -> None:
+    target = put(store, made("the target", what="some other failure"))
+    record = made(
+        fix=Fix("command", command="make LDLIBS=-lz"),
+        environment={"os": "linux", "arch": "x86_64"},
+        tool_name="make",
+        evidence_refs=["lr_" + target.hex],
+        topic_key="build/zlib",
+        reproduction=Reproduction("make", "https://example.com/r.git", "abc123", "sub"),
+        verification=Verification("replay", "2026-01-02", "os=linux", 1, 2),
+    )
+    put(store, record, marks=[(target.hex, "outdated")])
+    got = store.get(record.hex)
+    assert got == record
+    assert store.get_many([record.hex, target.hex, "0" * 32]) in (
+        [record, replace(target, marked=[Relation("lr_" + record.hex, "outdated")])],
+        [replace(target, marked=[Relation("lr_" + record.hex, "outdated")]), record],
+    )
+    assert store.get(target.hex).is_outdated  # type: ignore[union-attr]
+    assert store.marks_by(record.hex) == [(target.hex, "outdated", record.updated)]
+    assert store.get_many([]) == []
+    assert store.get("f" * 32) is None
+
+
+def test_find_topic_is_scoped_and_local(store: Store) -> None:
+    mine = put(store, made(topic_key="t/1", scope="project", project_key="p"))
+    put(store, made(topic_key="t/g", scope="global", project_key="q"))
+    assert store.find_topic("t/1", "project", "p") == mine
+    assert store.find_topic("t/1", "project", "other") is None
+    found = store.find_topic("t/g", "global", "any project")
+    assert found is not None and found.project_key == "q"
+    # A pulled record with the topic is another machine's: a local note starts its own.
+    put(store, made(topic_key="t/r", scope="global", remote=True))
+    assert store.find_topic("t/r", "global", "p") is None
+    local = put(store, made(topic_key="t/r", scope="global"))
+    assert store.find_topic("t/r", "global", "p") == local
+    assert store.forget(mine.hex)
+    assert store.find_topic("t/1", "project", "p") is None
+
+
+def test_revising_keeps_every_revision_and_replaces_indexes(store: Store) -> None:
+    record = put(store, made())
+    second = replace(
+        record, revision=2, title="Link zlib", what="undefined reference to `inflateInit_'", signatures=(), symbols=()
+    )
+    store.write_record(second, replace(first(second), change="title, what"), derive(second))
+    assert [r.revision for r in store.revisions(record.hex)] == [1, 2]
+    assert store.revisions(record.hex)[1].change == "title, what"
+    assert store.get(record.hex).title == "Link zlib"  # type: ignore[union-attr]
+    assert store.by_terms(["deflate"], 5) == []
+    assert store.by_terms(["inflateinit"], 5) == [record.hex]
+    assert store.term_stats(["deflate", "inflateinit"]) == TermStats(1, {"deflate": 0, "inflateinit": 1})
+    assert store.by_signature(record.signatures, 5) == []
+    assert store.count() == 1
+
+
+def test_reindex_replaces_signatures_and_terms_without_a_revision(store: Store) -> None:
+    record = put(store, made())
+    assert store.signed_with(record.hex)[0]
+    assert store.signed_with("0" * 32) == ("", ())
+    resigned = replace(record, signatures=("sig:new",), symbols=("newsym",), title="renamed title")
+    store.reindex_record(resigned, derive(resigned))
+    assert store.by_signature(["sig:new"], 5) == [record.hex]
+    assert store.by_signature(record.signatures, 5) == []
+    assert store.by_symbol(["newsym"], 5) == [record.hex]
+    assert "renamed" in store.indexed_terms([record.hex])[record.hex]
+    assert len(store.revisions(record.hex)) == 1
+
+
+def test_write_many_is_one_transaction(store: Store) -> None:
+    records = [made(f"batch record {i}", what=f"undefined reference to `batch_symbol_{i}'") for i in range(3)]
+    items = [(r, first(r), derive(r)) for r in records]
+    assert store.write_many(items) == 3
+    assert store.count() == 3
+    assert store.by_terms(["batch_symbol_1"], 5) == [records[1].hex]
+    assert store.term_stats(["batch_symbol_1"]) == TermStats(3, {"batch_symbol_1": 1})
+    fresh = made("fresh")
+    with pytest.raises(Unavailable):  # revision 1 of items[0] exists: its primary key breaks
+        store.write_many([(fresh, first(fresh), derive(fresh)), items[0]])
+    assert store.get(fresh.hex) is None
+    assert store.count() == 3
+
+
+def test_listing_iterating_and_counting(store: Store) -> None:
+    stamps = [f"2026-01-{d:02d}T00:00:00.000000+00:00" for d in range(1, 4)]
+    records = [put(store, made(f"r{i}", project=f"proj{i % 2}", stamp=stamps[i])) for i in range(3)]
+    assert [r.title for r in store.list_records()] == ["r2", "r1", "r0"]
+    assert [r.title for r in store.list_records(limit=1, offset=1)] == ["r1"]
+    assert [r.title for r in store.list_records(project="proj0")] == ["r2", "r0"]
+    store.forget(records[0].hex)
+    assert [r.title for r in store.list_records()] == ["r2", "r1"]
+    assert len(store.list_records(include_forgotten=True)) == 3
+    assert (store.count(), store.count(include_forgotten=True)) == (2, 3)
+    many = [made(f"bulk {i}") for i in range(510)]  # past one page of iter_records
+    store.write_many((r, first(r), derive(r)) for r in many)
+    assert [r.hex for r in store.iter_records()] == [r.hex for r in records[1:] + many]
+    assert len(list(store.iter_records(include_forgotten=True))) == 513
+
+
+def test_forget_hides_and_unindexes_a_record(store: Store) -> None:
+    record = put(store, made())
+    other = put(store, made("other"))
+    assert store.forget(record.hex) is True
+    assert store.forget(record.hex) is False
+    assert store.forget("0" * 32) is False
+    assert store.get(record.hex) is None
+    assert store.get(record.hex, include_forgotten=True).forgotten  # type: ignore[union-attr]
+    assert store.get_many([record.hex]) == []
+    assert store.by_terms(["deflate"], 5) == [other.hex]
+    assert store.by_signature(record.signatures, 5) == [other.hex]
+    assert store.term_stats(["deflate"]) == TermStats(1, {"deflate": 1})
+    assert store.indexed_terms([record.hex]) == {}
+    assert store.stats()["forgotten"] == 1
+
+
+def test_purge_removes_every_trace(store: Store) -> None:
+    target = put(store, made("target"))
+    record = put(store, made("leaked secret"), marks=[(target.hex, "wrong")], session_id="s1")
+    assert store.purge(record.hex) is True
+    assert store.purge(record.hex) is False
+    assert store.get(record.hex, include_forgotten=True) is None
+    assert store.revisions(record.hex) == []
+    assert store.marks_by(record.hex) == []
+    assert store.get(target.hex).marked == []  # type: ignore[union-attr]
+    assert store.term_stats(["leaked"]) == TermStats(1, {"leaked": 0})
+    assert store.integrity_check() == []
+
+
+def test_evidence_counts_a_session_once(store: Store) -> None:
+    record = put(store, made())
+    store.add_evidence(record.hex, sources=1, session_id="a")
+    store.add_evidence(record.hex, sources=1, session_id="a")
+    store.add_evidence(record.hex, used_success=2)
+    got = store.get(record.hex)
+    assert (got.sources, got.used_success) == (2, 2)  # type: ignore[union-attr]
+
+
+def test_stats_and_health(store: Store) -> None:
+    put(store, made(type="pitfall"))
+    put(store, made(type="bugfix", origin="human"))
+    store.touch_session("s1", "p", "p")
+    stats = store.stats()
+    assert stats["records"] == 2 and stats["revisions"] == 2 and stats["sessions"] == 1
+    assert stats["by_type"] == {"bugfix": 1, "pitfall": 1}
+    assert stats["by_origin"] == {"human": 1, "note": 1}
+    assert store.integrity_check() == []
+    names = [n for n, _ in store.applied_migrations()]
+    assert names and len(names) == len(set(names))
+
+
+def test_signature_and_symbol_look_ups(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    both = put(store, made("both", signatures=("s1", "s2"), symbols=("sym_a", "sym_b")))
+    one = put(store, made("one", signatures=("s1",), symbols=("sym_a",)))
+    assert store.by_signature(["s1", "s2"], 5) == [both.hex, one.hex]
+    assert store.by_signature(["s1", "s2"], 1) == [both.hex]
+    assert store.by_signature([], 5) == [] and store.by_symbol([], 5) == []
+    assert store.by_symbol(["sym_b"], 5) == [both.hex]
+    # Keys on more records than the bound: left out next to rarer ones; a lone common signature
+    # still counts (the same error again), a lone common symbol does not.
+    monkeypatch.setattr(sqlite_store, "_COMMON_KEY_RECORDS", 1)
+    if "pg_store" in type(store).__module__:
+        from jiyi import pg_search
+
+        monkeypatch.setattr(pg_search, "_COMMON_KEY_RECORDS", 1)
+    assert store.by_signature(["s1", "s2"], 5) == [both.hex]
+    assert set(store.by_signature(["s1"], 5)) == {both.hex, one.hex}  # a sample of up to 4 x limit
+    assert store.by_symbol(["sym_a"], 5) == []
+    assert store.by_symbol(["sym_a", "sym_b"], 5) == [both.hex]
+
+
+def test_full_text_terms_rank_and_count(store: Store) -> None:
+    in_title = put(store, made("deflate in the title", what="something else entirely"))
+    in_body = put(store, made("a title", what="undefined symbol deflate"))
+    put(store, made("链接时找不到符号", what="链接时报错"))
+    assert store.by_terms(["deflate"], 5) == [in_title.hex, in_body.hex]
+    assert store.by_terms(["deflate"], 1) == [in_title.hex]
+    assert store.by_terms([], 5) == []
+    stats = store.term_stats(["deflate", "链接", "接时", "missing"])
+    assert stats == TermStats(3, {"deflate": 2, "链接": 1, "接时": 1, "missing": 0})
+    terms = store.indexed_terms([in_body.hex, "0" * 32])
+    assert set(terms) == {in_body.hex}
+    assert {"title", "undefined", "symbol", "deflate", "zlib"} <= terms[in_body.hex]
+    assert store.indexed_terms([]) == {}
+
+
+@pytest.mark.parametrize(
+    "terms", [["'&|!():*\\"], ['"', "''", "a'b", "\\'"], ["!", "&", "|", "(", ")", ":*"], ["", " "], ["x:*", "(y"]]
+)
+def test_hostile_terms_are_no_query_syntax(store: Store, terms: list[str]) -> None:
+    put(store, made())
+    assert store.by_terms(terms, 5) == []
+    assert store.by_terms([*terms, "deflate"], 5) != []
+    assert store.term_stats(terms).total == 1
+
+
+def test_import_keeps_revisions_and_marks(store: Store) -> None:
+    record = made(revision=2)
+    revisions = [first(replace(record, revision=1)), first(record)]
+    marks = [("a" * 32, "wrong", "2026-01-01T00:00:00+00:00")]
+    assert store.import_record(record, revisions, marks, derive(record)) is True
+    assert store.import_record(record, revisions, marks, derive(record)) is False
+    assert [r.revision for r in store.revisions(record.hex)] == [1, 2]
+    assert store.marks_by(record.hex) == marks
+    assert store.by_terms(["deflate"], 5) == [record.hex]
+    gone = made("forgotten one", forgotten=True)
+    assert store.import_record(gone, [first(gone)], [], derive(gone))
+    assert store.get(gone.hex) is None and store.by_terms(["forgotten"], 5) == []
+
+
+def test_marks_from_a_pulled_record_name_it_remote(store: Store) -> None:
+    target = put(store, made("target"))
+    source = put(store, made("source", remote=True), marks=[(target.hex, "wrong")])
+    assert store.get(target.hex).marked == [Relation("rr_" + source.hex, "wrong")]  # type: ignore[union-attr]
+    assert store.get(target.hex).is_wrong  # type: ignore[union-attr]
+
+
+# -- sessions ----------------------------------------------------------------------------------
+def test_session_state_and_read_budget(store: Store) -> None:
+    assert store.session("s1") is None
+    store.touch_session("s1", "key", "name")
+    state = store.session("s1")
+    assert state is not None and (state.project_key, state.project, state.read_used) == ("key", "name", 0)
+    assert store.take_read("s1", "a" * 32, 60, 100) == 60
+    assert store.take_read("s1", "b" * 32, 60, 100) == 40
+    assert store.take_read("s1", "c" * 32, 60, 100) == 0
+    state = store.session("s1")
+    assert state is not None and state.read_used == 100 and state.reads == ["a" * 32, "b" * 32]
+    record = put(store, made(), session_id="s1")
+    assert store.session("s1").notes == [record.hex]  # type: ignore[union-attr]
+
+
+def test_failure_then_success_closes_the_loop(store: Store) -> None:
+    store.touch_session("s1", "p", "p")
+    read = put(store, made("read before"))
+    store.set_failure("s1", "Bash", "ld: undefined symbol deflate", signatures=read.signatures, command="make")
+    state = store.session("s1")
+    assert state is not None and state.outcome == "失败" and state.last_command == "make"
+    store.take_read("s1", read.hex, 10, 1000)
+    store.record_edits("s1", ["Makefile", "", "Makefile"])
+    noted = put(store, made("noted since"), session_id="s1")
+    assert store.resolve_failure("s1", "Read") is None  # another tool's success
+    resolved = store.resolve_failure("s1", "bash")
+    assert resolved is not None
+    assert (resolved.used, resolved.confirmed) == ([read.hex], [noted.hex])
+    assert (resolved.tool, resolved.command, resolved.edited) == ("Bash", "make", ("Makefile",))
+    assert resolved.signatures == tuple(read.signatures) and resolved.noted == (noted.hex,)
+    assert store.get(read.hex).used_success == 1  # type: ignore[union-attr]
+    assert store.get(noted.hex).origin == "local_auto"  # type: ignore[union-attr]
+    state = store.session("s1")
+    assert state is not None and state.outcome == "成功" and state.last_error is None
+    assert store.resolve_failure("s1", "bash") is None
+    store.record_edits("s1", ["later.c"])  # no failure pending: not kept
+    store.set_failure("s1", "Bash", "again", signatures=[])
+    assert store.resolve_failure("s1", "Bash").edited == ()  # type: ignore[union-attr]
+    store.set_failure("s1", "Bash", "boom")
+    store.set_failure("s1", None, None)
+    assert store.session("s1").last_error is None  # type: ignore[union-attr]
+
+
+def test_claim_recall_hands_each_record_once(store: Store) -> None:
+    store.touch_session("s1", "p", "p")
+    assert store.claim_recall("s1", ["a" * 32, "b" * 32]) == "a" * 32
+    assert store.claim_recall("s1", ["a" * 32, "b" * 32]) == "b" * 32
+    assert store.claim_recall("s1", ["a" * 32, "b" * 32]) is None
+    assert store.claim_recall("s2", ["a" * 32]) == "a" * 32
+    assert store.claim_recall("s1", []) is None
+
+
+def test_rank_and_the_three_tools_over_the_store(store: Store) -> None:
+    with jiyi.Memory(store=store) as memory:
+        writer = memory.session(project="zlib-port", session_id="w")
+        saved = writer.note(**ZLIB)
+        writer.note(**note(title="Install PyYAML", what="ModuleNotFoundError: No module named 'yaml'"))
+        reader = memory.session(project="zlib-port", session_id="r")
+        hits = reader.search("ld: undefined symbol deflate")
+        assert [h.record.hex for h in hits][:1] == [saved.record.hex]
+        text = reader.read_text(saved.record.id)
+        assert "现象（What）：ld: undefined symbol deflate" in text
+        assert store.session("r").reads == [saved.record.hex]  # type: ignore[union-attr]
+        revised = reader.note(**note(topic_key="zlib/link", learned="link ZLIB::ZLIB"))
+        again = reader.note(**note(topic_key="zlib/link", learned="link ZLIB::ZLIB in CMake"))
+        assert again.record.hex == revised.record.hex and again.record.revision == 2
+        direct = rank(store, Query(text="undefined symbol deflate", project_key="zlib-port"), limit=5)
+        assert saved.record.hex in [h.record.hex for h in direct]
