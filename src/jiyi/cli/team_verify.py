@@ -1,0 +1,147 @@
+"""``jiyi team verify``: this machine replays the team's records that carry a fix and a
+reproduction (SPEC §5) and reports each result to the team server.
+
+Replaying runs other people's commands, so it happens only here, on a runner the team sets aside
+and starts explicitly; no search and no hook ever gets here (SPEC §6).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .. import config, project
+from ..errors import JiyiError, Unavailable
+from ..replay import ReplayResult, network_isolation, replay
+
+if TYPE_CHECKING:
+    from ..team_client import TeamClient
+
+ISOLATION_MISSING = (
+    "this machine cannot run commands without network (unshare -rn fails); pass --allow-network on a runner you trust"
+)
+
+
+def _progress() -> Any:
+    # On stderr beside the result lines on stdout; drawn only on a terminal.
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    )
+
+
+def _say(error: JiyiError) -> str:
+    reason = getattr(error, "reason", "")
+    return error.text() + (f"\n{reason}" if reason and reason not in error.message else "")
+
+
+def _round(
+    client: TeamClient, candidates: list[dict[str, Any]], *, timeout_s: float, allow_network: bool
+) -> list[bool]:
+    """Replay and report each candidate; what passed, in order."""
+    outcomes: list[bool] = []
+    with _progress() as bar:
+        task = bar.add_task("replay", total=len(candidates))
+        for line in candidates:
+            hexid, title = str(line.get("hex", "")), str(line.get("title", ""))
+            bar.update(task, description=f"replay {title[:40]}")
+            result: ReplayResult = replay(line, timeout_s=timeout_s, allow_network=allow_network)
+            detail = result.detail if result.passed else f"{result.stage}: {result.detail}"
+            summary = client.report_verification(
+                hexid, passed=result.passed, how="replay", environment=result.environment, detail=detail
+            )
+            tally = f" ({summary.get('passed', '?')}/{summary.get('tries', '?')})" if summary else ""
+            word = "passed" if result.passed else f"failed at {result.stage}"
+            click.echo(f"rr_{hexid} {word}{tally}: {title}\n    {result.detail}")
+            outcomes.append(result.passed)
+            bar.advance(task)
+    return outcomes
+
+
+@click.command("verify")
+@click.option("--once", is_flag=True, help="Replay the candidates there are now, then exit.")
+@click.option(
+    "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Candidates asked for at a time."
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=300,
+    show_default=True,
+    help="Seconds one replay may take, checkout included.",
+)
+@click.option(
+    "--allow-network", is_flag=True, help="Let replayed commands use the network (only on a runner you trust)."
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=1),
+    default=60,
+    show_default=True,
+    help="Seconds between rounds (without --once).",
+)
+def verify_command(once: bool, limit: int, timeout_s: float, allow_network: bool, interval: float) -> None:
+    """Replay the team's records that have a fix and a reproduction, and report each result.
+
+    Each replay clones the record's repository at its commit into a throw-away folder, checks
+    that the command fails with the recorded error, applies the fix and runs the command again.
+    It runs other people's commands: use a machine set aside for it. They run without network
+    (unshare -rn) unless --allow-network is given. Needs team_url and team_token.
+    """
+    from ..team_client import TeamClient  # httpx only for this command
+
+    if not allow_network and not network_isolation():
+        click.echo(ISOLATION_MISSING, err=True)
+        sys.exit(2)
+    settings = config.load(project.find_root(Path.cwd().resolve()))
+    passed = failed = 0
+    try:
+        with TeamClient.from_settings(settings) as client:
+            while True:
+                try:
+                    outcomes = _drain(client, limit, timeout_s=timeout_s, allow_network=allow_network)
+                except Unavailable as exc:
+                    if once:
+                        raise
+                    click.echo(f"{_say(exc)}\n(trying again in {interval:g} s)", err=True)
+                else:
+                    passed += sum(outcomes)
+                    failed += len(outcomes) - sum(outcomes)
+                if once:
+                    break
+                time.sleep(interval)
+    except JiyiError as exc:
+        click.echo(_say(exc), err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        pass
+    click.echo(f"replayed {passed + failed}: {passed} passed, {failed} failed", err=True)
+
+
+def _drain(client: TeamClient, limit: int, *, timeout_s: float, allow_network: bool) -> list[bool]:
+    """Rounds until the server has no candidate this run has not replayed yet (one it keeps
+    offering is not replayed twice)."""
+    seen: set[str] = set()
+    outcomes: list[bool] = []
+    while True:
+        candidates = [c for c in client.verify_candidates(limit) if str(c.get("hex")) not in seen]
+        if not candidates:
+            return outcomes
+        seen.update(str(c.get("hex")) for c in candidates)
+        outcomes += _round(client, candidates, timeout_s=timeout_s, allow_network=allow_network)
+
+
+COMMANDS = [verify_command]
