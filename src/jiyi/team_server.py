@@ -1,0 +1,303 @@
+"""The team server (docs/team-protocol.md): a Starlette app over one ``PgDatabase``.
+
+Stateless: a process keeps only its connection pool and its rate-limit buckets, so several
+processes (``jiyi team serve --workers N``, or several machines behind a load balancer) share one
+database. The buckets are per process: with N processes a token may make up to N times
+``rate_per_minute`` requests a minute in all.
+
+Every request but ``/v1/health`` and ``/openapi.json`` carries ``Authorization: Bearer <token>``;
+every query runs in the token's team (``PgStore(db, team)``), so a record of another team is
+refused (403) and never shown. psycopg is blocking: each database call runs in the thread pool,
+off the event loop. Request bodies are counted while they are read, so a client that lies in (or
+leaves out) ``Content-Length`` still meets the limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .errors import Forbidden, InvalidArgument, JiyiError, NotFound, Unauthorized, Unavailable
+from .pg_database import Member, PgDatabase
+from .pg_store import PgStore
+from .records import SCOPES, TYPES
+from .transfer import record_from_json
+
+log = logging.getLogger("jiyi.team")
+T = TypeVar("T")
+
+MAX_BODY = 1024 * 1024
+MAX_PUSH = 100
+RATE_PER_MINUTE = 600  # a sync of 10 000 records is 100 pushes; an agent searches far less
+CHANGES_DEFAULT, CHANGES_MAX = 200, 1000
+SEARCH_MAX = 50
+_HEX = re.compile(r"[0-9a-f]{32}")
+_STATUS = {"E_UNAUTHORIZED": 401, "E_FORBIDDEN": 403, "E_NOT_FOUND": 404, "E_INVALID_ARGUMENT": 400}
+
+
+class _TooLarge(InvalidArgument):
+    status = 413
+
+
+class _Limited(Unavailable):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("rate limited")
+        self.retry_after = retry_after
+
+
+class Buckets:
+    """Token buckets, one a token: ``rate`` requests a minute, bursts up to ``rate``. Bounded, so
+    a flood of made-up tokens cannot grow the process."""
+
+    def __init__(self, rate: int, *, size: int = 10000) -> None:
+        self.rate, self.size = rate, size
+        self._lock = threading.Lock()
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
+
+    def take(self, key: str) -> int:
+        """0 when the request may go, else the seconds to wait."""
+        if self.rate <= 0:
+            return 0
+        moment = time.monotonic()
+        with self._lock:
+            tokens, at = self._buckets.pop(key, (float(self.rate), moment))
+            tokens = min(float(self.rate), tokens + (moment - at) * self.rate / 60.0)
+            wait = 0 if tokens >= 1.0 else math.ceil((1.0 - tokens) * 60.0 / self.rate)
+            self._buckets[key] = (tokens - 1.0 if not wait else tokens, moment)
+            while len(self._buckets) > self.size:
+                self._buckets.popitem(last=False)
+        return wait
+
+
+def _error_response(exc: JiyiError) -> JSONResponse:
+    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if isinstance(exc, InvalidArgument):
+        body.update(field=exc.field, reason=exc.reason)
+    headers = {}
+    if isinstance(exc, _Limited):
+        headers["Retry-After"] = str(exc.retry_after)
+        status = 429
+    elif isinstance(exc, _TooLarge):
+        status = 413
+    else:
+        status = _STATUS.get(exc.code, 503)
+    if status == 503:
+        log.warning("unavailable: %s", getattr(exc, "reason", ""))
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgument(name, "不是整数") from None
+    if not low <= value <= high:
+        raise InvalidArgument(name, f"应在 {low}..{high} 之间")
+    return value
+
+
+def _check_line(index: int, line: Any) -> dict[str, Any]:
+    """A pushed record must read as an export line (``transfer.record_from_json``)."""
+    field = f"records[{index}]"
+    if not isinstance(line, dict) or not _HEX.fullmatch(str(line.get("hex", ""))):
+        raise InvalidArgument(field, "不是 jiyi 导出的记录")
+    try:
+        record = record_from_json(line)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidArgument(field, f"缺少字段：{exc}") from None
+    if record.type not in TYPES or record.scope not in SCOPES:
+        raise InvalidArgument(field, "type 或 scope 无效")
+    return line
+
+
+def create_app(
+    db: PgDatabase,
+    *,
+    max_body: int = MAX_BODY,
+    rate_per_minute: int = RATE_PER_MINUTE,
+    lifespan: Callable[[Starlette], Any] | None = None,
+) -> Starlette:
+    buckets = Buckets(rate_per_minute)
+
+    async def blocking(fn: Callable[[], T]) -> T:
+        return await run_in_threadpool(fn)
+
+    async def member_of(request: Request) -> Member:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise Unauthorized()
+        wait = buckets.take(hashlib.sha256(token.encode()).hexdigest())
+        if wait:
+            raise _Limited(wait)
+        found = await blocking(lambda: db.authenticate(token))
+        if found is None:
+            raise Unauthorized()
+        return found
+
+    async def body_of(request: Request) -> Any:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_body:
+            raise _TooLarge("body", f"超过 {max_body} 字节")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_body:
+                raise _TooLarge("body", f"超过 {max_body} 字节")
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks) or b"null")
+        except ValueError:
+            raise InvalidArgument("body", "不是 JSON") from None
+
+    def endpoint(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            try:
+                return JSONResponse(await fn(request))
+            except JiyiError as exc:
+                return _error_response(exc)
+
+        return run
+
+    def own(member: Member, hexid: str) -> None:
+        """403 for a record another team holds (its content is never looked at)."""
+        team = db.team_of(hexid, prefer=member.team_id)
+        if team is not None and team != member.team_id:
+            raise Forbidden()
+
+    async def health(request: Request) -> Any:
+        return {"ok": True}
+
+    async def push(request: Request) -> Any:
+        member = await member_of(request)
+        body = await body_of(request)
+        if not isinstance(body, dict) or not isinstance(body.get("records"), list):
+            raise InvalidArgument("records", "缺少记录列表")
+        if len(body["records"]) > MAX_PUSH:
+            raise InvalidArgument("records", f"一次最多 {MAX_PUSH} 条")
+        lines = [_check_line(i, line) for i, line in enumerate(body["records"])]
+        machine = str(body.get("machine", ""))[:64]
+
+        def merge() -> dict[str, list[str]]:
+            for line in lines:
+                own(member, line["hex"])
+            store = PgStore(db, member.team_id)
+            accepted: list[str] = []
+            unchanged: list[str] = []
+            for line in lines:
+                (accepted if store.merge_pushed(line, member.name) else unchanged).append(line["hex"])
+            return {"accepted": accepted, "unchanged": unchanged}
+
+        answer = await blocking(merge)
+        log.info("push %s/%s machine=%s: %d records", member.team, member.name, machine, len(lines))
+        return answer
+
+    async def changes(request: Request) -> Any:
+        member = await member_of(request)
+        cursor = _int(request, "cursor", 0, 0, 2**62)
+        limit = _int(request, "limit", CHANGES_DEFAULT, 1, CHANGES_MAX)
+        lines, after, more = await blocking(lambda: PgStore(db, member.team_id).changes_since(cursor, limit))
+        return {"records": lines, "cursor": after, "more": more}
+
+    async def search(request: Request) -> Any:
+        member = await member_of(request)
+        text = request.query_params.get("q", "").strip()
+        if not 1 <= len(text) <= 2000:
+            raise InvalidArgument("q", "应为 1..2000 个字符")
+        limit = _int(request, "limit", 5, 1, SEARCH_MAX)
+        project = request.query_params.get("project", "")
+        hits = await blocking(lambda: PgStore(db, member.team_id).search_hits(text, limit, project_key=project))
+        return {
+            "hits": [
+                {
+                    "id": "rr_" + h.record.hex,
+                    "title": h.record.title,
+                    "score": round(h.score, 4),
+                    "origin": h.record.origin,
+                    "project": h.record.project,
+                    "updated": h.record.updated,
+                }
+                for h in hits
+            ]
+        }
+
+    async def candidates(request: Request) -> Any:
+        member = await member_of(request)
+        limit = _int(request, "limit", 20, 1, 200)
+        lines = await blocking(lambda: PgStore(db, member.team_id).verification_candidates(limit))
+        return {"records": lines}
+
+    async def verify(request: Request) -> Any:
+        member = await member_of(request)
+        hexid = request.path_params["hex"]
+        if not _HEX.fullmatch(hexid):
+            raise InvalidArgument("hex", "应为 32 位小写十六进制")
+        body = await body_of(request)
+        if not isinstance(body, dict) or not isinstance(body.get("passed"), bool):
+            raise InvalidArgument("passed", "应为 true 或 false")
+        fields = {k: str(body.get(k, "")) for k in ("how", "environment", "detail")}
+        fields["how"] = fields["how"] or "replay"
+
+        def add() -> dict[str, Any]:
+            team = db.team_of(hexid, prefer=member.team_id)
+            if team is None:
+                raise NotFound("rr_" + hexid)
+            if team != member.team_id:
+                raise Forbidden()
+            done = PgStore(db, member.team_id).add_verification(hexid, passed=body["passed"], **fields)
+            return done.to_dict()
+
+        return {"verification": await blocking(add)}
+
+    async def openapi(request: Request) -> Any:
+        from .team_openapi import document
+
+        return document()
+
+    routes = [
+        Route("/v1/health", endpoint(health), methods=["GET"]),
+        Route("/v1/push", endpoint(push), methods=["POST"]),
+        Route("/v1/changes", endpoint(changes), methods=["GET"]),
+        Route("/v1/search", endpoint(search), methods=["GET"]),
+        Route("/v1/verify/candidates", endpoint(candidates), methods=["GET"]),
+        Route("/v1/verify/{hex}", endpoint(verify), methods=["POST"]),
+        Route("/openapi.json", endpoint(openapi), methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def app_from_env() -> Starlette:
+    """The app of one ``jiyi team serve`` worker (uvicorn's factory): the database from
+    ``JIYI_TEAM_DSN`` / ``JIYI_TEAM_SCHEMA``, the rate from ``JIYI_TEAM_RATE``."""
+    dsn = os.environ.get("JIYI_TEAM_DSN", "")
+    if not dsn:
+        raise SystemExit("jiyi team serve: no database (--dsn or JIYI_TEAM_DSN)")
+    db = PgDatabase(dsn, schema=os.environ.get("JIYI_TEAM_SCHEMA", "jiyi"))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        db.close()
+
+    return create_app(db, rate_per_minute=int(os.environ.get("JIYI_TEAM_RATE", RATE_PER_MINUTE)), lifespan=lifespan)

@@ -1,0 +1,51 @@
+"""A real team server for tests: uvicorn on 127.0.0.1 in a thread, on a port of its own."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from jiyi.config import Settings
+
+
+def free_socket(port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+@contextmanager
+def serving(app: Any, port: int = 0) -> Iterator[str]:
+    """``app`` served until the block ends; yields its base URL."""
+    import uvicorn
+
+    sock = free_socket(port)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="none")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    # uvicorn has no event to wait on; `started` flips once it listens.
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the team server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+def machine(tmp_path: Path, name: str, url: str, token: str, **changes: Any) -> Settings:
+    """The settings of one machine: a JIYI_HOME of its own and the team server."""
+    return replace(Settings(home=tmp_path / name), team_url=url, team_token=token, **changes)

@@ -1,0 +1,289 @@
+"""The team server over real PostgreSQL, served by uvicorn on 127.0.0.1: auth, team isolation,
+size and rate limits, search, verification and the OpenAPI description."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from jiyi.memory import Memory
+from jiyi.transfer import record_to_json
+
+from .helpers import YAML, ZLIB, note
+from .team_helpers import serving
+
+pytestmark = pytest.mark.postgres
+pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
+
+from jiyi.pg_database import PgDatabase  # noqa: E402
+from jiyi.team_server import create_app  # noqa: E402
+
+REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
+FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问"}
+
+
+@pytest.fixture
+def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema) as database:
+        database.create_team("alpha")
+        database.create_team("beta")
+        yield database
+
+
+@pytest.fixture
+def url(db: PgDatabase) -> Iterator[str]:
+    with serving(create_app(db, rate_per_minute=0)) as base:
+        yield base
+
+
+def lines(tmp_path: Path, *notes: dict[str, Any]) -> list[dict[str, Any]]:
+    """Export lines of notes written on a machine of its own."""
+    with Memory(tmp_path / f"writer-{uuid.uuid4().hex[:8]}") as memory:
+        session = memory.session(project="zlib-port")
+        records = [session.note(**n).record for n in notes]
+        return [record_to_json(memory.store, memory.store.get(r.hex)) for r in records]  # type: ignore[arg-type]
+
+
+def client(url: str, token: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=30, trust_env=False)
+
+
+def count(db: PgDatabase, team: str) -> int:
+    with db.cursor() as cur:
+        cur.execute("SELECT count(*) FROM records WHERE team_id = %s", (db.team_id(team),))
+        row = cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+ENDPOINTS = [
+    ("GET", "/v1/changes", None),
+    ("GET", "/v1/search?q=yaml", None),
+    ("GET", "/v1/verify/candidates", None),
+    ("POST", "/v1/push", {"machine": "m", "records": []}),
+    ("POST", "/v1/verify/" + "a" * 32, {"passed": True}),
+]
+
+
+def test_health_needs_no_token_and_the_openapi_document_names_every_route(db: PgDatabase, url: str) -> None:
+    with client(url, None) as http:
+        assert http.get("/v1/health").json() == {"ok": True}
+        document = http.get("/openapi.json").json()
+    assert document["openapi"].startswith("3.")
+    routes = {route.path for route in create_app(db).routes}  # type: ignore[attr-defined]
+    assert set(document["paths"]) == routes
+    assert document["paths"]["/v1/push"]["post"]["responses"]["403"]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
+def test_no_token_a_bad_token_and_a_revoked_one_are_refused(
+    db: PgDatabase, url: str, method: str, path: str, body: Any
+) -> None:
+    token = db.create_token("alpha", "alice")
+    for header in ({}, {"Authorization": "Bearer jiyi_not-a-token"}, {"Authorization": f"Basic {token}"}):
+        with httpx.Client(base_url=url, headers=header, trust_env=False) as http:
+            answer = http.request(method, path, json=body)
+        assert (answer.status_code, answer.json()) == (401, REFUSED)
+    with client(url, token) as http:
+        assert http.request(method, path, json=body).status_code in (200, 404)  # 404: no such record yet
+        assert db.revoke_token(token) == 1
+        answer = http.request(method, path, json=body)
+    assert (answer.status_code, answer.json()) == (401, REFUSED)
+
+
+def test_a_record_of_another_team_is_forbidden_and_never_shown(db: PgDatabase, url: str, tmp_path: Path) -> None:
+    line = lines(tmp_path, YAML)[0]
+    alice, bob = db.create_token("alpha", "alice"), db.create_token("beta", "bob")
+    with client(url, alice) as http:
+        assert http.post("/v1/push", json={"machine": "a", "records": [line]}).json()["accepted"] == [line["hex"]]
+    with client(url, bob) as http:
+        theirs = {**line, "title": "taken over", "revision": 9}
+        answer = http.post("/v1/push", json={"machine": "b", "records": [theirs]})
+        assert (answer.status_code, answer.json()) == (403, FORBIDDEN)
+        answer = http.post(f"/v1/verify/{line['hex']}", json={"passed": True, "environment": "os=linux"})
+        assert (answer.status_code, answer.json()) == (403, FORBIDDEN)
+        assert http.get("/v1/changes").json() == {"records": [], "cursor": 0, "more": False}
+        assert http.get("/v1/search", params={"q": "No module named 'yaml'"}).json() == {"hits": []}
+    with client(url, alice) as http:
+        pulled = http.get("/v1/changes").json()["records"]
+    assert [(r["hex"], r["title"], r["revision"]) for r in pulled] == [(line["hex"], YAML["title"], 1)]
+
+
+def test_push_answers_accepted_then_unchanged_and_search_returns_rr_ids(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    batch = lines(tmp_path, YAML, ZLIB)
+    with client(url, db.create_token("alpha", "alice")) as http:
+        first = http.post("/v1/push", json={"machine": "a", "records": batch}).json()
+        again = http.post("/v1/push", json={"machine": "a", "records": batch}).json()
+        hits = http.get("/v1/search", params={"q": "ModuleNotFoundError: No module named 'yaml'"}).json()["hits"]
+        project_hits = http.get("/v1/search", params={"q": "ld: undefined symbol deflate"}).json()["hits"]
+        in_project = http.get(
+            "/v1/search", params={"q": "ld: undefined symbol deflate", "project": batch[1]["project_key"]}
+        ).json()["hits"]
+    assert sorted(first["accepted"]) == sorted(line["hex"] for line in batch) and first["unchanged"] == []
+    assert again == {"accepted": [], "unchanged": [line["hex"] for line in batch]}
+    assert [h["id"] for h in hits][:1] == ["rr_" + batch[0]["hex"]]
+    assert hits[0]["title"] == YAML["title"]
+    assert project_hits == []  # a project-scope record only in its project
+    assert [h["id"] for h in in_project] == ["rr_" + batch[1]["hex"]]
+    assert count(db, "alpha") == 2
+
+
+def test_malformed_pushes_name_the_field(db: PgDatabase, url: str, tmp_path: Path) -> None:
+    line = lines(tmp_path, YAML)[0]
+    with client(url, db.create_token("alpha", "alice")) as http:
+        bad = http.post("/v1/push", json={"machine": "a", "records": [{**line, "hex": "nope"}]})
+        missing = http.post("/v1/push", json={"machine": "a", "records": [{"hex": "b" * 32}]})
+        many = http.post("/v1/push", json={"machine": "a", "records": [line] * 101})
+        not_json = http.post("/v1/push", content=b"{", headers={"Content-Type": "application/json"})
+        limit = http.get("/v1/changes", params={"limit": "0"})
+    assert bad.status_code == 400 and bad.json()["code"] == "E_INVALID_ARGUMENT"
+    assert bad.json()["field"] == "records[0]"
+    assert missing.status_code == 400 and missing.json()["field"] == "records[0]"
+    assert many.status_code == 400 and many.json()["field"] == "records"
+    assert not_json.status_code == 400 and not_json.json()["field"] == "body"
+    assert limit.status_code == 400 and limit.json()["field"] == "limit"
+    assert count(db, "alpha") == 0
+
+
+def test_the_body_limit_is_kept_while_reading_whatever_content_length_says(db: PgDatabase, tmp_path: Path) -> None:
+    token = db.create_token("alpha", "alice")
+    body = json.dumps({"machine": "a", "records": lines(tmp_path, YAML) * 3}).encode()
+    assert len(body) > 4000
+    with serving(create_app(db, max_body=4000, rate_per_minute=0)) as base, client(base, token) as http:
+        declared = http.post("/v1/push", content=body, headers={"Content-Type": "application/json"})
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: chunked, counted as it arrives
+            for start in range(0, len(body), 1000):
+                yield body[start : start + 1000]
+
+        streamed = http.post("/v1/push", content=chunks(), headers={"Content-Type": "application/json"})
+        small = http.post("/v1/push", json={"machine": "a", "records": []})
+    for answer in (declared, streamed):
+        assert answer.status_code == 413
+        assert answer.json()["code"] == "E_INVALID_ARGUMENT" and answer.json()["field"] == "body"
+    assert small.status_code == 200
+    assert count(db, "alpha") == 0
+
+
+def test_each_token_has_its_own_rate_and_429_says_when_to_come_back(db: PgDatabase) -> None:
+    alice, bob = db.create_token("alpha", "alice"), db.create_token("alpha", "bob")
+    with serving(create_app(db, rate_per_minute=3)) as base:
+        with client(base, alice) as http:
+            answers = [http.get("/v1/changes") for _ in range(4)]
+        with client(base, bob) as http:
+            other = http.get("/v1/changes")
+        with client(base, None) as http:
+            health = [http.get("/v1/health").status_code for _ in range(5)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert answers[3].json()["code"] == "E_UNAVAILABLE"
+    assert 1 <= int(answers[3].headers["Retry-After"]) <= 20  # a token comes back every 20 s at 3 a minute
+    assert other.status_code == 200
+    assert health == [200] * 5
+
+
+def test_replay_candidates_and_a_reported_run(db: PgDatabase, url: str, tmp_path: Path) -> None:
+    fixed = note(fix={"kind": "command", "command": "pip install pyyaml"})
+    line = lines(tmp_path, fixed)[0]
+    line["reproduction"] = {
+        "command": "python -c 'import yaml'",
+        "repo": "https://example.invalid/r",
+        "commit": "0" * 40,
+    }
+    with client(url, db.create_token("alpha", "alice")) as http:
+        http.post("/v1/push", json={"machine": "a", "records": [line]}).raise_for_status()
+        candidates = http.get("/v1/verify/candidates").json()["records"]
+        run = {"passed": True, "how": "replay", "environment": "os=linux", "detail": "ok"}
+        summary = http.post(f"/v1/verify/{line['hex']}", json=run).json()["verification"]
+        after = http.get("/v1/verify/candidates").json()["records"]
+        unknown = http.post("/v1/verify/" + "c" * 32, json=run)
+        pulled = http.get("/v1/changes").json()["records"]
+    assert [c["hex"] for c in candidates] == [line["hex"]]
+    assert (summary["passed"], summary["tries"], summary["environment"]) == (1, 1, "os=linux")
+    assert after == []
+    assert unknown.status_code == 404 and unknown.json()["code"] == "E_NOT_FOUND"
+    assert pulled[0]["origin"] == "team_verified" and pulled[0]["verification"]["passed"] == 1
+
+
+def test_admin_commands_make_teams_and_tokens_that_the_server_takes_and_revokes(
+    db: PgDatabase, pg_schema: tuple[str, str], url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+
+    dsn, schema = pg_schema
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    runner = CliRunner()
+    assert runner.invoke(main, ["team", "admin", "create-team", "gamma"]).exit_code == 0
+    again = runner.invoke(main, ["team", "admin", "create-team", "gamma"])
+    assert again.exit_code == 1 and "错误码：E_INVALID_ARGUMENT" in again.stderr
+    added = runner.invoke(main, ["team", "admin", "add-member", "gamma", "dana-laptop"])
+    token = added.stdout.strip()
+    assert added.exit_code == 0 and token.startswith("jiyi_") and "shown once" in added.stderr
+    listed = json.loads(runner.invoke(main, ["team", "admin", "list", "--json"]).stdout)
+    assert [t["team"] for t in listed] == ["alpha", "beta", "gamma"]
+    assert listed[2]["members"] == [{"member": "dana-laptop", "live_tokens": 1, "tokens": 1}]
+    with client(url, token) as http:
+        assert http.get("/v1/changes").status_code == 200
+        revoked = runner.invoke(main, ["team", "admin", "revoke", "--team", "gamma", "--member", "dana-laptop"])
+        assert revoked.stdout == "revoked 1 token\n"
+        assert http.get("/v1/changes").status_code == 401
+    assert runner.invoke(main, ["team", "admin", "revoke", token]).exit_code == 1  # nothing left to revoke
+
+
+def test_without_the_team_extra_the_commands_name_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
+    done = CliRunner().invoke(main, ["team", "admin", "list", "--dsn", "host=nowhere"])
+    assert done.exit_code == 1
+    assert done.stderr == "team memory needs the team extra: pip install 'jiyi[team]'\n"
+
+
+@pytest.mark.slow
+def test_jiyi_team_serve_runs_several_workers_on_one_database(db: PgDatabase, pg_schema: tuple[str, str]) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from .team_helpers import free_socket
+
+    dsn, schema = pg_schema
+    probe = free_socket()
+    port = probe.getsockname()[1]
+    probe.close()
+    token = db.create_token("alpha", "alice")
+    args = ["-m", "jiyi", "team", "serve", "--dsn", dsn, "--schema", schema, "--port", str(port), "--workers", "2"]
+    server = subprocess.Popen([sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        with client(f"http://127.0.0.1:{port}", token) as http:
+            while True:  # the processes start on their own: nothing to wait on but the port
+                try:
+                    if http.get("/v1/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline and server.poll() is None, "jiyi team serve did not start"
+                time.sleep(0.1)
+            assert [http.get("/v1/changes").status_code for _ in range(20)] == [200] * 20
+    finally:
+        server.terminate()
+        _, err = server.communicate(timeout=30)
+    assert err.count(b"Started server process") == 2
