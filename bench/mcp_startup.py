@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
@@ -26,10 +28,13 @@ async def once(home: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--json", type=Path, default=None, help="also write the times here (bench/run_all.py)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         times = [anyio.run(once, home) for _ in range(args.runs)]
     print(f"tools/list after spawn: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms")
+    if args.json:
+        args.json.write_text(json.dumps({"median": statistics.median(times) * 1000, "max": max(times) * 1000}))
 
 
 if __name__ == "__main__":

@@ -282,6 +282,7 @@ def main() -> None:
     parser.add_argument("--no-embeddings", action="store_true", help="skip the embedding baseline")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--closest", type=int, default=8, help="how many of jiyi's closest calls to show")
+    parser.add_argument("--json", type=Path, default=None, help="also write the metrics here (bench/run_all.py)")
     args = parser.parse_args()
     console = Console()
     clusters, queries = load(args.data)
@@ -343,6 +344,16 @@ def main() -> None:
     for r in results:
         if r.skipped:
             console.print(f"[yellow]{r.name}: {r.skipped}[/yellow]")
+    if args.json:
+        summary = {
+            "records": len(docs),
+            "clusters": len(clusters),
+            "recurring": recurring,
+            "nl": len(queries) - recurring,
+        }
+        args.json.write_text(
+            json.dumps({"summary": summary, "systems": rows, "skipped": {r.name: r.skipped for r in results}})
+        )
 
     jr = results[0]
     by_sig = sum(

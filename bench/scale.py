@@ -315,6 +315,7 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, help="cProfile the N slowest queries of each size")
     parser.add_argument("--home", type=Path, default=None, help="keep (and reuse) the stores under this folder")
     parser.add_argument("--clusters", type=Path, default=Path(__file__).parent / "data" / "clusters.jsonl")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here (bench/run_all.py)")
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",")]
     seeded, queries = cluster_records(args.clusters)
@@ -342,6 +343,8 @@ def main() -> None:
         )  # fmt: skip
     Console(width=150).print(table)
     console.print(f"SQLite {sqlite3.sqlite_version}, Python {sys.version.split()[0]}")
+    if args.json:
+        args.json.write_text(json.dumps([{k: v for k, v in r.items() if k != "profile"} for _, r in results]))
 
 
 if __name__ == "__main__":
