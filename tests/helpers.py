@@ -89,3 +89,32 @@ def run_hook(
         cwd=tmp_path,
         timeout=60,
     )
+
+
+# A repository the replay tests clone: importing the missing module is the failure, adding it the fix.
+CHECK_PY = "import mylib\n\nprint(mylib.VALUE)\n"
+MYLIB_DIFF = (
+    "diff --git a/mylib.py b/mylib.py\nnew file mode 100644\n"
+    + "--- /dev/null\n+++ b/mylib.py\n@@ -0,0 +1 @@\n+VALUE = 42\n"
+)
+MYLIB_ERROR = "ModuleNotFoundError: No module named 'mylib'"
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` with a fixed identity and none of the user's config; its stdout."""
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    identity = ["-c", "user.name=jiyi test", "-c", "user.email=test@jiyi.invalid", "-c", "init.defaultBranch=main"]
+    done = subprocess.run(["git", *identity, *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def git_repo(path: Path, files: dict[str, str]) -> str:
+    """A new repository at ``path`` with ``files`` in one commit; the commit's id."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text, encoding="utf-8")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "start")
+    return git(path, "rev-parse", "HEAD")

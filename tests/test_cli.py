@@ -238,6 +238,8 @@ def test_tour_note_search_read_list_show_stats_doctor_export_import(tmp_path: Pa
     assert [rev["revision"] for rev in by_id[rid]["revisions"]] == [1, 2]
     assert by_id[second_id]["fix"] == {"kind": "diff", "diff": PATCH}
     assert by_id[second_id]["marks"][0]["relation"] == "outdated"
+    # no failure was pending: nothing to replay (tests/test_reproduction.py round-trips both)
+    assert (by_id[second_id]["reproduction"], by_id[second_id]["verification"]) == (None, None)
 
     # import into a fresh home, export again: byte for byte the same
     fresh = tmp_path / "fresh-home"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import hook
+from jiyi import hook, hook_quick
 
 from .helpers import ZLIB, run_hook
 
@@ -237,3 +237,216 @@ def test_long_errors_are_capped_and_secrets_redacted() -> None:
     assert cleaned is not None and len(cleaned) <= hook.MAX_ERROR
     assert cleaned.startswith("Exit code 1\n…\n") and cleaned.endswith("ld: failed")
     assert token not in cleaned
+
+
+# -- recall in each agent's shape ----------------------------------------------------------------
+def _noted_failure() -> None:
+    with jiyi.Memory() as memory:
+        writer = memory.session(session_id="earlier")
+        writer.observe_tool_result("bash", ok=False, error="ld: undefined symbol deflate")
+        writer.note(**ZLIB)
+
+
+@pytest.mark.parametrize(
+    ("agent", "payload", "answered"),
+    [
+        (
+            "codex",
+            {
+                "hook_event_name": "PostToolUse",
+                "tool_name": "shell",
+                "tool_input": {"command": ["bash", "-lc", "make"]},
+                "tool_response": {"stdout": "", "stderr": "ld: undefined symbol deflate", "exit_code": 1},
+            },
+            "PostToolUse",
+        ),
+        (
+            "gemini",
+            {
+                "hook_event_name": "AfterTool",
+                "tool_name": "run_shell_command",
+                "tool_input": {"command": "make"},
+                "tool_response": {"llmContent": "", "returnDisplay": "", "error": "ld: undefined symbol deflate"},
+            },
+            "AfterTool",
+        ),
+    ],
+)
+def test_codex_and_gemini_get_the_recall_line_in_the_shape_they_read(
+    tmp_path: Path, jiyi_home: Path, project: Path, agent: str, payload: dict[str, Any], answered: str
+) -> None:
+    _noted_failure()
+    done = _hook(tmp_path, jiyi_home, {"session_id": SESSION, "cwd": str(project), **payload}, agent=agent)
+    assert done.returncode == 0 and done.stderr == b"", done
+    out = json.loads(done.stdout)  # Gemini reads stdout as JSON and nothing else
+    assert list(out) == ["hookSpecificOutput"]
+    assert out["hookSpecificOutput"]["hookEventName"] == answered
+    line = out["hookSpecificOutput"]["additionalContext"]
+    assert line.startswith("jiyi: [lr_") and line.endswith("] Link zlib with -lz — memory_read for details")
+    again = _hook(tmp_path, jiyi_home, {"session_id": SESSION, "cwd": str(project), **payload}, agent=agent)
+    assert again.stdout == b""  # once per record per session
+
+
+# -- the quick path ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"JIYI_SESSION_ID": "named", "JIYI_BUSY_TIMEOUT_MS": "700"},
+        {"CLAUDE_CODE_SESSION_ID": "cc-1"},
+        {"JIYI_HOME": "~/elsewhere"},
+    ],
+)
+def test_quick_settings_agree_with_config(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+) -> None:
+    from jiyi import config
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if "JIYI_HOME" not in env:
+        monkeypatch.delenv("JIYI_HOME")
+    environ = dict(os.environ)
+    quick = hook_quick.quick_settings(str(project), environ)
+    settings = config.load(None, environ)
+    assert quick == (str(settings.store_path), settings.session_id, min(settings.busy_timeout_ms, 2000))
+
+
+def test_quick_settings_leave_settings_files_to_config(tmp_path: Path, project: Path) -> None:
+    environ = dict(os.environ)
+    assert hook_quick.quick_settings(str(project), environ) is not None
+    (project / ".git").mkdir()
+    (project / ".jiyi.toml").write_text("read_budget = 100\n")
+    assert hook_quick.quick_settings(str(project / "src"), environ) is None  # the nearest .git's folder
+    (project / ".jiyi.toml").unlink()
+    (tmp_path / "jiyi-config").mkdir()
+    (tmp_path / "jiyi-config" / "config.toml").write_text("notes = false\n")
+    assert hook_quick.quick_settings(str(project), environ) is None
+    environ["JIYI_BUSY_TIMEOUT_MS"] = "soon"
+    assert hook_quick.quick_settings(str(project), environ) is None
+
+
+def _session_row(jiyi_home: Path, session_id: str) -> tuple[Any, ...]:
+    import sqlite3
+
+    with sqlite3.connect(jiyi_home / "jiyi.db") as db:
+        row = db.execute(
+            "SELECT last_tool, last_error, last_signatures, last_command, outcome FROM sessions WHERE id = ?",
+            (session_id,),
+        ).fetchone()
+    db.close()
+    return tuple(row)
+
+
+def test_the_quick_path_records_what_the_store_records(tmp_path: Path, jiyi_home: Path, project: Path) -> None:
+    failure = _event(
+        "PostToolUseFailure",
+        project,
+        tool_name="Bash",
+        tool_input={"command": "TOKEN=ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf12 make"},
+        error="Exit code 2\nld: undefined symbol deflate",
+    )
+    with jiyi.Memory() as memory:  # the store's own way
+        memory.session(session_id="by-store").observe_tool_result(
+            "bash", ok=False, error=failure["error"], command=failure["tool_input"]["command"]
+        )
+    _hook(tmp_path, jiyi_home, {**failure, "session_id": "by-hook"})  # creates the session: the full way
+    event = hook.parse("claude-code", {**failure, "session_id": "by-hook"})
+    assert event is not None
+    assert hook_quick.apply(event, dict(os.environ), recall_to=True) == (True, None)  # applied the quick way
+    read = hook.parse("claude-code", _event("PostToolUse", project, tool_name="Read", session_id="by-hook"))
+    assert read is not None and hook_quick.apply(read, dict(os.environ), recall_to=True) == (True, None)
+    fixed = hook.parse("claude-code", _event("PostToolUse", project, tool_name="Bash", session_id="by-hook"))
+    assert fixed is not None and hook_quick.apply(fixed, dict(os.environ), recall_to=True) == (
+        False,
+        None,
+    )  # the store's
+    assert (jiyi_home / "cache").is_dir()  # the compiled patterns were kept
+    assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store")
+    assert "[REDACTED:github-token]" in str(_session_row(jiyi_home, "by-hook")[3])
+
+
+def test_compiled_patterns_from_the_cache_are_the_patterns(tmp_path: Path) -> None:
+    code = (
+        "import sys, re; from jiyi import regex_cache; regex_cache.use(sys.argv[1]);"
+        "from jiyi import signature, signature_rules, redact;"
+        "a = signature.analyze(sys.argv[2]); regex_cache.save();"
+        "print(repr((a.signatures, a.symbols, a.tool, redact.redact(sys.argv[2]),"
+        " [(p.pattern, p.flags, p.groupindex) for p in (signature_rules.PREFIXES, signature_rules.LOCATION)])))"
+    )
+    text = 'Undefined symbols for architecture arm64:\n  "_deflate", referenced from:\nAKIAZ7Q3WXYV4K2LMN8P'
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    runs = [
+        subprocess.run([sys.executable, "-c", code, str(cache), text], capture_output=True, text=True, env=env)
+        for _ in range(2)
+    ]
+    assert all(r.returncode == 0 for r in runs), runs
+    assert len(list(cache.iterdir())) == 1  # written by the first, read by the second
+    plain = subprocess.run(
+        [sys.executable, "-c", code.replace("regex_cache.use", "len"), "x", text], capture_output=True, text=True
+    )
+    assert runs[0].stdout == runs[1].stdout == plain.stdout
+
+
+def test_edits_while_a_failure_is_pending_are_kept_the_same_quick_or_full(
+    tmp_path: Path, jiyi_home: Path, project: Path
+) -> None:
+    import sqlite3
+
+    (project / ".git").mkdir()
+    (project / "src").mkdir()
+    names = [str(project / "Makefile"), "main.c", str(tmp_path / "elsewhere.h"), str(project)]
+    environ = dict(os.environ)
+    for session_id, quick in (("full", False), ("quick", True)):
+        failure = hook.parse(
+            "claude-code",
+            {
+                **_event("PostToolUseFailure", project / "src", tool_name="Bash", error="ld: undefined symbol deflate"),
+                "session_id": session_id,
+            },
+        )
+        assert failure is not None
+        hook._full(failure, environ, recall_to=False)
+        for name in names:
+            edit = hook.parse(
+                "claude-code",
+                {
+                    **_event(
+                        "PostToolUse",
+                        project / "src",
+                        tool_name="Edit",
+                        tool_input={"file_path": name},
+                        tool_response={},
+                    ),
+                    "session_id": session_id,
+                },
+            )
+            assert edit is not None
+            if quick:
+                assert hook_quick.apply(edit, environ, recall_to=False) == (True, None)
+            else:
+                hook._full(edit, environ, recall_to=False)
+    with sqlite3.connect(jiyi_home / "jiyi.db") as db:
+        kept = {
+            sid: sorted(r[0] for r in db.execute("SELECT path FROM session_edits WHERE session_id = ?", (sid,)))
+            for sid in ("full", "quick")
+        }
+    db.close()
+    assert kept["quick"] == kept["full"] == sorted(["Makefile", "src/main.c", str(tmp_path / "elsewhere.h"), "."])
+
+
+def test_with_a_settings_file_the_quick_path_reads_it_through_config(
+    tmp_path: Path, jiyi_home: Path, project: Path
+) -> None:
+    (tmp_path / "jiyi-config").mkdir()
+    user_file = tmp_path / "jiyi-config" / "config.toml"
+    user_file.write_text("busy_timeout_ms = 800\nauto_records = false\n")
+    assert _hook(tmp_path, jiyi_home, _event("SessionStart", project)).returncode == 0
+    assert hook_quick.quick_settings(str(project), dict(os.environ)) is None  # not without config
+    read = hook.parse("claude-code", _event("PostToolUse", project, tool_name="Read", tool_response={}))
+    assert read is not None and hook_quick.apply(read, dict(os.environ), recall_to=True) == (True, None)
+    user_file.write_text("read_budget = -3\n")  # config.load's to report: the full way
+    assert hook_quick.apply(read, dict(os.environ), recall_to=True) == (False, None)

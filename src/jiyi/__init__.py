@@ -14,9 +14,9 @@ The library imports without the CLI or the MCP server stack (click, rich, mcp lo
 
 from __future__ import annotations
 
-import typing
-
-if typing.TYPE_CHECKING:
+# Not `import typing`: ~5 ms of every `jiyi hook` process. mypy reads this name as typing's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     from .config import Settings
     from .errors import (
         Forbidden,
@@ -33,6 +33,7 @@ if typing.TYPE_CHECKING:
     from .ranking import Hit, Signal
     from .records import Fix, Record, Revision
     from .session import NoteResult, ReadResult, Session, ToolResult
+del TYPE_CHECKING  # not a name of the package
 
 # Names load on first use (PEP 562), so `jiyi hook` pays only for what recording needs.
 _LAZY = {

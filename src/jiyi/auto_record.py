@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .hook import clean_command as clean_command  # also for session.py
 from .records import Fix, Record, new_hex, now
 from .redact import redact
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 TOPIC_PREFIX = "auto/"
 TITLE_MAX = 160
 KEY_MAX = 90
-COMMAND_MAX = 2000
 FILES_SHOWN = 8
 
 
@@ -38,14 +38,6 @@ def topic_key(signatures: Sequence[str], error: str) -> str:
     """``auto/<12 hex>`` from the failure's first signature (its error text when it has none)."""
     seed = signatures[0] if signatures else " ".join(error.split())
     return TOPIC_PREFIX + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
-
-
-def clean_command(command: str | None) -> str | None:
-    """A command as kept: redacted, trimmed, capped; None when empty."""
-    if command is None or not command.strip():
-        return None
-    text = redact(command.strip())
-    return text if len(text) <= COMMAND_MAX else text[: COMMAND_MAX - 1] + "…"
 
 
 def _same_command(a: str, b: str) -> bool:

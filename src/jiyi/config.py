@@ -22,6 +22,10 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 PROJECT_FILE = ".jiyi.toml"
 LOCALES = ("zh", "en")
+TEAM_PUSH = ("all", "global", "none")  # which of this machine's notes go to the team server
+# Only the user's file and the environment may name a team server and its token: a project file
+# comes with the repository, and one naming its own server would receive the user's token and notes.
+_USER_ONLY = ("team_url", "team_token")
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class Settings:
     # E_UNAVAILABLE; long enough for a burst of concurrent notes, short enough for a hook.
     busy_timeout_ms: int = 5000
     auto_records: bool = True
+    team_url: str | None = None  # e.g. https://jiyi.example.com (docs/team-protocol.md)
+    team_token: str | None = None
+    team_push: str = "all"
+
+    @property
+    def team(self) -> bool:
+        """A team server is configured."""
+        return bool(self.team_url and self.team_token)
 
     @property
     def store_path(self) -> Path:
@@ -91,6 +103,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             return Path(str(value)).expanduser()
         if name == "locale" and str(value) not in LOCALES:
             raise ValueError(value)
+        if name == "team_push" and str(value) not in TEAM_PUSH:
+            raise ValueError(value)
         return None if value in (None, "") else str(value)
     except (TypeError, ValueError):
         raise InvalidArgument(name, f"{source} 中的值无法使用：{value!r}") from None
@@ -120,7 +134,8 @@ def load(project_root: Path | None = None, environ: dict[str, str] | None = None
     settings = Settings()
     settings = _from_mapping(settings, _read_toml(user_config_path()), "config.toml")
     if project_root is not None:
-        settings = _from_mapping(settings, _read_toml(project_root / PROJECT_FILE), PROJECT_FILE)
+        shared = {k: v for k, v in _read_toml(project_root / PROJECT_FILE).items() if k not in _USER_ONLY}
+        settings = _from_mapping(settings, shared, PROJECT_FILE)
     from_env = {
         name: env[var]
         for name, var in (
@@ -131,6 +146,9 @@ def load(project_root: Path | None = None, environ: dict[str, str] | None = None
             ("locale", "JIYI_LOCALE"),
             ("busy_timeout_ms", "JIYI_BUSY_TIMEOUT_MS"),
             ("auto_records", "JIYI_AUTO_RECORDS"),
+            ("team_url", "JIYI_TEAM_URL"),
+            ("team_token", "JIYI_TEAM_TOKEN"),
+            ("team_push", "JIYI_TEAM_PUSH"),
         )
         if env.get(var)
     }

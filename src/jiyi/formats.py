@@ -65,7 +65,17 @@ def is_dangerous(command: str) -> bool:
     return any(p.search(command) for p in _DANGEROUS)
 
 
+def verification_lines(record: Record) -> list[str]:
+    """SPEC §1's ``核验`` line: only for team-verified records that carry their replay runs."""
+    v = record.verification
+    if record.origin != "team_verified" or v is None:
+        return []
+    return [f"核验：{v.how}{SEP}{v.date}{SEP}{v.environment}{SEP}{v.passed}/{v.tries}"]
+
+
 def read_text(record: Record, verification: list[str] | None = None) -> str:
+    """The ``memory_read`` text; ``verification`` are the lines after the fix, by default the
+    record's own ``核验`` line (``verification_lines``)."""
     src = source_fields(record)
     lines = [
         f"[{record.id}] {record.title}",
@@ -98,7 +108,7 @@ def read_text(record: Record, verification: list[str] | None = None) -> str:
         elif fix.kind == "config" and fix.content is not None:
             lines.append(f"修法（Fix，配置）：{fix.path}")
             lines.append(fix.content.rstrip("\n"))
-    lines.extend(verification or [])
+    lines.extend(verification_lines(record) if verification is None else verification)
     return "\n".join(lines)
 
 

@@ -1,10 +1,12 @@
 """Capture (SPEC §5): one agent hook event on stdin becomes a tool result of a jiyi session.
 
-``jiyi hook <agent>`` runs on every tool call of the agent, so this module imports only what
-recording needs — json, the settings, project detection, the SQLite store, redaction and (for a
-failure) the error signature — and not click, rich, mcp, pydantic or the ranking stack. It never
-fails the agent: whatever goes wrong is logged to stderr and the process exits 0 with nothing on
-stdout.
+``jiyi hook <agent>`` runs on every tool call of the agent and must cost it ≤ 50 ms, so the
+common events — a success with no failure pending, a failure no record matches — are applied by
+the quick path (``hook_quick``) with json, os and sqlite3's core alone (no typing, dataclasses, pathlib,
+datetime, click, rich, mcp, pydantic or ranking stack), redaction and the error signature for a
+failure, their compiled patterns taken from ``<home>/cache`` (``regex_cache``); everything else
+goes the full way through the store. It never fails the agent: whatever goes wrong is logged to
+stderr and the process exits 0 with nothing on stdout.
 
 What an event becomes:
 
@@ -26,26 +28,30 @@ What an event becomes:
 - jiyi's own MCP tools (``mcp__…memory_search`` etc.) are skipped.
 
 The agent's ``session_id`` names the jiyi session, so the MCP server started with the same
-``JIYI_SESSION_ID`` meets the failure; ``cwd`` gives the project and its settings.
+``JIYI_SESSION_ID`` (or ``CLAUDE_CODE_SESSION_ID``) meets the failure, and a server with neither
+adopts it by the rule of ``session_link``; ``cwd`` gives the project and its settings.
 
-Proactive recall (Claude Code): when a failure arrives and a record visible to the session (not
-written in it, not marked wrong, global or of this project) shares one of its error signatures, the
-hook prints one ``hookSpecificOutput`` line with ``additionalContext`` naming the record — at most
-once per record per session (``Store.claim_recall``). Only a signature look-up, not the ranking.
+Proactive recall (Claude Code, Codex CLI, Gemini CLI: ``context_output``): when a failure arrives
+and a record visible to the session (not written in it, not marked wrong, global or of this
+project) shares one of its error signatures, the hook prints one ``hookSpecificOutput`` line with
+``additionalContext`` naming the record — at most once per record per session
+(``Store.claim_recall``). Only a signature look-up, not the ranking.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+# typing, dataclasses and pathlib cost a hook process ~20 ms together: none is imported on the way
+# of an event. mypy reads this name as typing's.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from .project import Project
     from .records import Record
     from .store import Store
@@ -58,28 +64,54 @@ MAX_ERROR = 4000
 SHELL_TOOLS = frozenset({"bash", "shell", "local_shell", "exec_command", "shell_command", "run_shell_command"})
 EDIT_TOOLS = frozenset({"edit", "write", "multiedit", "notebookedit", "replace", "write_file", "edit_file"})
 PATCH_TOOLS = frozenset({"apply_patch"})
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "AfterTool"})
 SESSION_EVENTS = frozenset({"SessionStart", "Stop", "SubagentStop", "SessionEnd", "AfterAgent"})
+# The end of a turn or a session starts a team sync (``jiyi team sync --quiet``) when a team is set.
+TEAM_SYNC_EVENTS = frozenset({"Stop", "SessionEnd"})
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
+# re is no cost here: json has imported it.
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 _EXIT_LINE = re.compile(r"\s*(?:exit code|exit status|process exited with code)[:\s]+(-?\d+)", re.IGNORECASE)
+# The kept command of a failure (and of an automatic record's fix).
+COMMAND_MAX = 2000
 
 
-@dataclass(frozen=True)
 class ToolCall:
-    tool: str
-    ok: bool
-    error: str | None = None
-    command: str | None = None  # what a shell tool ran
-    edited: tuple[str, ...] = ()  # the files an edit tool changed
+    """One tool call an event reports (plain classes here: see the imports)."""
+
+    __slots__ = ("command", "edited", "error", "ok", "tool")
+    _ORDER = ("tool", "ok", "error", "command", "edited")
+
+    def __init__(
+        self,
+        tool: str,
+        ok: bool,
+        error: str | None = None,
+        command: str | None = None,  # what a shell tool ran
+        edited: tuple[str, ...] = (),  # the files an edit tool changed
+    ) -> None:
+        self.tool, self.ok, self.error, self.command, self.edited = tool, ok, error, command, edited
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCall) and all(getattr(self, k) == getattr(other, k) for k in self._ORDER)
+
+    def __repr__(self) -> str:
+        return "ToolCall(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self._ORDER) + ")"
 
 
-@dataclass(frozen=True)
 class Event:
-    name: str
-    session_id: str | None
-    cwd: str | None
-    call: ToolCall | None  # None for session events
+    __slots__ = ("call", "cwd", "name", "session_id")
+    _ORDER = ("name", "session_id", "cwd", "call")
+
+    def __init__(self, name: str, session_id: str | None, cwd: str | None, call: ToolCall | None) -> None:
+        self.name, self.session_id, self.cwd = name, session_id, cwd
+        self.call = call  # None for session events
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Event) and all(getattr(self, k) == getattr(other, k) for k in self._ORDER)
+
+    def __repr__(self) -> str:
+        return "Event(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self._ORDER) + ")"
 
 
 # -- recording (shared with Session.observe_tool_result) --------------------------------------
@@ -104,6 +136,16 @@ def clean_error(error: str | None) -> str | None:
         tail = error[-4 * MAX_ERROR :]
         error = error.split("\n", 1)[0][:200] + "\n" + tail[tail.find("\n") + 1 :]
     return cap(redact(error).strip())
+
+
+def clean_command(command: str | None) -> str | None:
+    """A command as kept: redacted, trimmed, capped; None when empty."""
+    if command is None or not command.strip():
+        return None
+    from .redact import redact
+
+    text = redact(command.strip())
+    return text if len(text) <= COMMAND_MAX else text[: COMMAND_MAX - 1] + "…"
 
 
 def record_tool_result(
@@ -140,11 +182,8 @@ def record_tool_result(
         elif resolved is None and edited:
             store.record_edits(session_id, edited)
         return ()
-    from .auto_record import clean_command
-    from .signature import analyze
-
     text = clean_error(error) or f"{tool} failed"
-    signatures = analyze(text).signatures
+    signatures = signatures_of(text)
     store.set_failure(session_id, tool, text, signatures=signatures, command=clean_command(command))
     return signatures
 
@@ -221,8 +260,10 @@ def response_failure(response: Any) -> str | None:
     if isinstance(response, str):
         stripped = response.lstrip()
         if stripped.startswith("{"):
-            with contextlib.suppress(ValueError):
+            try:
                 response = json.loads(stripped)
+            except ValueError:  # not contextlib.suppress: the hook does not import contextlib
+                response = stripped
     if isinstance(response, str):
         match = _EXIT_LINE.match(response)
         return response if match and int(match.group(1)) != 0 else None
@@ -281,8 +322,10 @@ def parse(agent: str, payload: Any) -> Event | None:
 def _input(payload: dict[str, Any]) -> dict[str, Any]:
     value = payload.get("tool_input", payload.get("toolInput", payload.get("tool_args")))
     if isinstance(value, str):
-        with contextlib.suppress(ValueError):
+        try:
             value = json.loads(value)
+        except ValueError:  # kept as it is
+            value = str(value)
     return value if isinstance(value, dict) else {"input": value} if isinstance(value, str) else {}
 
 
@@ -292,7 +335,7 @@ def shell_command(value: Any) -> str | None:
         return value if value.strip() else None
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         # ["bash", "-lc", "<script>"]: the script is the command.
-        if len(value) == 3 and value[1] in ("-c", "-lc") and Path(value[0]).name in ("bash", "sh", "zsh"):
+        if len(value) == 3 and value[1] in ("-c", "-lc") and os.path.basename(value[0]) in ("bash", "sh", "zsh"):
             return str(value[2])
         import shlex
 
@@ -315,6 +358,8 @@ def edited_files(raw: str, tool_input: dict[str, Any]) -> tuple[str, ...]:
 
 # -- applying -------------------------------------------------------------------------------
 def _folder(cwd: str | None) -> Path:
+    from pathlib import Path
+
     if cwd:
         path = Path(cwd)
         if path.is_dir():
@@ -330,13 +375,41 @@ def _relative(path: Path, base: Path) -> str:
         return str(path)
 
 
+def signatures_of(text: str) -> tuple[str, ...]:
+    from .signature import analyze
+
+    return analyze(text).signatures
+
+
+def patterns_from(folder: str) -> None:
+    """Take the compiled rules of redaction and signatures from ``folder`` (``regex_cache``):
+    ~40 ms less for a hook process that meets a failure. Before either is imported."""
+    if "jiyi.signature" not in sys.modules and "jiyi.redact" not in sys.modules:
+        from . import regex_cache
+
+        regex_cache.use(folder)
+
+
+def keep_patterns() -> None:
+    from . import regex_cache
+
+    regex_cache.save()
+
+
 def report(event: Event, environ: dict[str, str] | None = None, *, recall_to: bool = False) -> str | None:
     """Apply ``event`` to the store of its project's settings. With ``recall_to``, a failure may
     return the line of proactive recall for the agent."""
+    environ = dict(os.environ) if environ is None else environ
+    from .hook_quick import apply
+
+    handled, line = apply(event, environ, recall_to=recall_to)
+    return line if handled else _full(event, environ, recall_to=recall_to)
+
+
+def _full(event: Event, environ: dict[str, str], *, recall_to: bool) -> str | None:
     from . import config, project
     from .sqlite_store import SQLiteStore
 
-    environ = dict(os.environ) if environ is None else environ
     folder = _folder(event.cwd).resolve()
     settings = config.load(project.find_root(folder), environ)
     session_id = event.session_id or settings.session_id
@@ -348,6 +421,8 @@ def report(event: Event, environ: dict[str, str] | None = None, *, recall_to: bo
         store.touch_session(session_id, found.key, found.name)
         if event.call is not None:
             call = event.call
+            if not call.ok:
+                patterns_from(str(settings.home / "cache"))
             signatures = record_tool_result(
                 store,
                 session_id,
@@ -359,17 +434,56 @@ def report(event: Event, environ: dict[str, str] | None = None, *, recall_to: bo
                 project=found,
                 auto_records=settings.auto_records,
             )
+            if not call.ok:
+                keep_patterns()
             if recall_to and not call.ok:
                 hit = recall(store, session_id, found.key, signatures)
                 return recall_line(hit) if hit else None
+        elif event.name in TEAM_SYNC_EVENTS and settings.team:
+            start_team_sync(str(folder), environ)
         return None
     finally:
         store.close()
 
 
+def start_team_sync(folder: str, environ: dict[str, str]) -> None:
+    """Start ``jiyi team sync --quiet`` detached, so the agent never waits for the network (nor
+    does this process import httpx). Through ``sh -c '… &'``: sh exits at once and is waited for,
+    the sync is nobody's child to reap. Windows: a detached process."""
+    import subprocess
+
+    args = [sys.executable, "-m", "jiyi", "team", "sync", "--quiet"]
+    null = subprocess.DEVNULL
+    if os.name == "nt":
+        flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        child = subprocess.Popen(
+            args, cwd=folder, env=environ, creationflags=flags, stdin=null, stdout=null, stderr=null
+        )
+        child.returncode = 0  # left running on purpose: no ResourceWarning when the object goes
+        return
+    shell = ["/bin/sh", "-c", 'exec "$@" &', "sh", *args]
+    subprocess.Popen(
+        shell, cwd=folder, env=environ, start_new_session=True, stdin=null, stdout=null, stderr=null
+    ).wait()
+
+
+def context_output(agent: str, event_name: str, line: str) -> dict[str, Any]:
+    """The stdout JSON that puts ``line`` in front of ``agent``'s model after a tool call.
+
+    All three read Claude Code's shape: ``hookSpecificOutput.additionalContext`` with the name of
+    the event answered — Claude Code adds it to the model's context after ``PostToolUse`` /
+    ``PostToolUseFailure``, Codex CLI after ``PostToolUse`` (its ``PostToolUseOutcome``), Gemini CLI
+    appends it to the tool result after ``AfterTool``. Gemini reads stdout as JSON only, so nothing
+    else may ever be printed.
+    """
+    if agent not in AGENTS:
+        raise ValueError(f"unknown agent {agent!r}")
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": line}}
+
+
 def main(argv: list[str]) -> int:
-    """``jiyi hook <agent>``: read one event from stdin and record it; for Claude Code, a failure
-    a record matches prints that record's line as ``additionalContext``. Always returns 0."""
+    """``jiyi hook <agent>``: read one event from stdin and record it; a failure a record matches
+    prints that record's line for the agent's model (``context_output``). Always returns 0."""
     try:
         if len(argv) != 1:
             raise ValueError(f"usage: jiyi hook {{{'|'.join(AGENTS)}}} < event.json (got {argv!r})")
@@ -379,10 +493,9 @@ def main(argv: list[str]) -> int:
         except ValueError as exc:
             raise ValueError(f"not a JSON event: {exc}") from exc
         event = parse(argv[0], payload)
-        line = report(event, recall_to=argv[0] == "claude-code") if event is not None else None
+        line = report(event, recall_to=True) if event is not None else None
         if event is not None and line:
-            context = {"hookSpecificOutput": {"hookEventName": event.name, "additionalContext": line}}
-            sys.stdout.write(json.dumps(context) + "\n")
+            sys.stdout.write(json.dumps(context_output(argv[0], event.name, line)) + "\n")
             sys.stdout.flush()
     except Exception as exc:  # the agent must never see the hook fail
         print(f"jiyi hook: {type(exc).__name__}: {exc}", file=sys.stderr)

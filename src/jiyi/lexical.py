@@ -13,6 +13,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 # Hiragana, katakana, CJK ideographs (incl. extension A and compatibility), Hangul syllables.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -74,19 +75,41 @@ def idf(doc_count: int, total: int) -> float:
     return math.log(1.0 + (total - doc_count + 0.5) / (doc_count + 0.5))
 
 
-def coverage(query_terms: list[str], doc_terms: set[str], weights: dict[str, float]) -> tuple[float, list[str]]:
-    """IDF-weighted share of the query's terms found in the document, and which they are.
+@dataclass(frozen=True)
+class QueryWeights:
+    """The query's terms with their IDF weights, computed once per query rather than per candidate.
 
-    Terms the store has never seen get the mean weight of those it has: with the plain IDF of an
+    Words the store has never seen get the mean weight of those it has: with the plain IDF of an
     unseen term they would outweigh everything in a small store, and one stray word in a query
     would hide a record that matches the rest.
     """
-    known = [weights[t] for t in query_terms if weights.get(t, 0.0) > 0.0]
-    if not known:
+
+    terms: tuple[str, ...]
+    weights: dict[str, float]  # every query term, unseen ones at the mean
+    total: float
+
+    @classmethod
+    def of(cls, query_terms: Iterable[str], idf_of: dict[str, float]) -> QueryWeights:
+        ordered = tuple(dict.fromkeys(query_terms))
+        known = [idf_of[t] for t in ordered if idf_of.get(t, 0.0) > 0.0]
+        if not known:
+            return cls(ordered, {}, 0.0)
+        mean = sum(known) / len(known)
+        # A CJK bigram no record holds is mostly a cut across two words (`模块安装` → `块安`): it says
+        # nothing, and at the mean weight it would push a Chinese query under LEXICAL_FLOOR.
+        weights = {t: idf_of.get(t) or (mean if t.isascii() else 0.0) for t in ordered}
+        return cls(ordered, weights, sum(weights.values()))
+
+
+def coverage(query: QueryWeights, doc_terms: set[str]) -> tuple[float, list[str]]:
+    """IDF-weighted share of the query's terms found in the document, and which they are.
+
+    Generic words alone (``error``, ``failed``) are no evidence: their share counts as 0.
+    """
+    if not query.total:
         return 0.0, []
-    mean = sum(known) / len(known)
-    matched = [t for t in query_terms if t in doc_terms]
+    matched = [t for t in query.terms if t in doc_terms]
     if not any(t not in GENERIC for t in matched):
         return 0.0, matched
-    total = sum(weights.get(t) or mean for t in query_terms)
-    return sum(weights.get(t) or mean for t in matched) / total, matched
+    weights = query.weights
+    return sum(weights[t] for t in matched) / query.total, matched

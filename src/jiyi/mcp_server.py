@@ -189,6 +189,8 @@ class JiyiServer(MCPServer[Any]):
         except Exception:  # a bug must not take the server down or leak a traceback to the agent
             log.exception("%s failed", name)
             return _result(Unavailable().text(), True)
+        if name == "memory_note" and not result.is_error and self.session.settings.team:
+            _team_sync(self.session, pull_too=False)
         return _result(result.text, result.is_error)
 
     async def list_tools(self) -> list[MCPTool]:
@@ -198,9 +200,21 @@ class JiyiServer(MCPServer[Any]):
         return [t for t in tools if self.notes_enabled or t.name != "memory_note"]
 
 
+def _team_sync(session: Session, *, pull_too: bool = True) -> None:
+    """Team memory (docs/team-protocol.md): push (and pull) in a daemon thread; a tool call never
+    waits for the network."""
+    from . import sync
+
+    sync.in_background(session.settings, pull_too=pull_too)
+
+
 def build(memory: Memory | None = None, session: Session | None = None) -> JiyiServer:
+    """The server of ``session``; with a team configured, a sync with it starts in the background."""
     if session is None:
         session = (memory or Memory()).session()
+        session.link_to_hooks()  # without a session id, meet the hooks as session_link says
+    if session.settings.team:
+        _team_sync(session)
     return JiyiServer(session)
 
 

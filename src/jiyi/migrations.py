@@ -7,10 +7,13 @@ Never edit a migration that has shipped; add a new one.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 
-Migration = Callable[[sqlite3.Connection], None]
+TYPE_CHECKING = False  # the hook counts MIGRATIONS without importing sqlite3 (and datetime with it)
+if TYPE_CHECKING:
+    import sqlite3
+
+Migration = Callable[["sqlite3.Connection"], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
 
@@ -187,6 +190,75 @@ def m004_auto_records(db: sqlite3.Connection) -> None:
             PRIMARY KEY (hex, session_id)
         ) WITHOUT ROWID;
         """,
+    )
+
+
+@migration
+def m005_reproduction(db: sqlite3.Connection) -> None:
+    # Replay verification (SPEC §5): how to meet a note's failure again (command, repo, commit,
+    # cwd) and the replay runs so far, each as JSON.
+    _run(
+        db,
+        """
+        ALTER TABLE records ADD COLUMN reproduction TEXT;
+        ALTER TABLE records ADD COLUMN verification TEXT;
+        """,
+    )
+
+
+# Queues a record for the team server (docs/team-protocol.md). Only while syncing is on: a store
+# that never met a team keeps no outbox, and ``sync`` sets ``pulling`` while it writes what it
+# pulled, so the team's records never queue as this machine's.
+_QUEUE = (
+    "INSERT INTO outbox (hex, queued, changes) VALUES (NEW.hex, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 1) "
+    "ON CONFLICT(hex) DO UPDATE SET changes = outbox.changes + 1"
+)
+_SYNCING = "(SELECT value FROM sync_state WHERE key = 'sync') = 'on'"
+
+
+@migration
+def m006_team_sync(db: sqlite3.Connection) -> None:
+    # Team memory: the outbox (one row a record, ``changes`` counts the writes since it was queued,
+    # so a push removes a row only when nothing changed while it was on the way), the client's
+    # state, and the team's share of each record's counters (the pulled totals less this
+    # machine's own, which a push sends). Topics are unique among this machine's records only: a
+    # pulled record with the same topic is another machine's.
+    _run(
+        db,
+        """
+        CREATE TABLE outbox (
+            hex TEXT PRIMARY KEY,
+            queued TEXT NOT NULL,
+            changes INTEGER NOT NULL DEFAULT 1,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_try TEXT NOT NULL DEFAULT '',
+            last_error TEXT
+        );
+        CREATE TABLE sync_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO sync_state (key, value) VALUES ('machine', lower(hex(randomblob(16))));
+        INSERT INTO sync_state (key, value) VALUES ('cursor', '0');
+        INSERT INTO sync_state (key, value) VALUES ('sync', 'off');
+        CREATE TABLE team_evidence (
+            hex TEXT PRIMARY KEY,
+            sources INTEGER NOT NULL DEFAULT 0,
+            used_success INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        DROP INDEX records_topic;
+        CREATE UNIQUE INDEX records_topic ON records(topic_key, scope, topic_scope)
+            WHERE topic_key IS NOT NULL AND forgotten = 0 AND remote = 0;
+        """,
+    )
+    # Trigger bodies hold semicolons: one statement each, not through _run.
+    db.execute(f"CREATE TRIGGER outbox_insert AFTER INSERT ON records WHEN {_SYNCING} BEGIN {_QUEUE}; END")
+    changed = " OR ".join(
+        f"OLD.{c} IS NOT NEW.{c}" for c in ("revision", "sources", "used_success", "origin", "reproduction")
+    )
+    db.execute(
+        f"CREATE TRIGGER outbox_update AFTER UPDATE ON records WHEN {_SYNCING} AND ({changed}) BEGIN {_QUEUE}; END"
+    )
+    db.execute(
+        "CREATE TRIGGER outbox_delete AFTER DELETE ON records BEGIN "
+        "DELETE FROM outbox WHERE hex = OLD.hex; DELETE FROM team_evidence WHERE hex = OLD.hex; END"
     )
 
 

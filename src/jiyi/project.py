@@ -60,6 +60,61 @@ def remote_url(git_dir: Path) -> str | None:
     return None
 
 
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256
+
+
+def _common_dir(git_dir: Path) -> Path:
+    common = git_dir / "commondir"  # a worktree's branches and packed refs live in the main git dir
+    if common.is_file():
+        return (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    return git_dir
+
+
+def _ref_value(git_dir: Path, common: Path, ref: str) -> str | None:
+    if not ref.startswith("refs/") or ".." in ref:
+        return None
+    for base in dict.fromkeys((git_dir, common)):  # per-worktree refs first, then the shared ones
+        if (base / ref).is_file():
+            return (base / ref).read_text(encoding="utf-8").strip()
+    packed = common / "packed-refs"
+    if packed.is_file():
+        for line in packed.read_text(encoding="utf-8").splitlines():
+            sha, _, name = line.partition(" ")
+            if name.strip() == ref and not line.startswith(("#", "^")):
+                return sha
+    return None
+
+
+def head_commit(git_dir: Path) -> str | None:
+    """The commit HEAD names, from git's files (HEAD, loose refs, packed-refs); None on an unborn
+    branch or a layout not read here (reftable)."""
+    common = _common_dir(git_dir)
+    try:
+        value = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        for _ in range(5):  # a symbolic ref may name another one
+            if not value.startswith("ref:"):
+                return value if _COMMIT.fullmatch(value) else None
+            found = _ref_value(git_dir, common, value[4:].strip())
+            if found is None:
+                return None
+            value = found
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def checkout_point(root: Path) -> tuple[str, str] | None:
+    """(where to clone the repository at ``root`` from — its remote URL, else ``root`` itself —,
+    its HEAD commit); None when ``root`` is no git repository with a commit."""
+    git_dir = _git_dir(root)
+    if git_dir is None:
+        return None
+    commit = head_commit(git_dir)
+    if commit is None:
+        return None
+    return remote_url(git_dir) or str(root), commit
+
+
 def normalise_remote(url: str) -> str:
     """``git@github.com:a/b.git``, ``https://github.com/a/b`` and ``ssh://git@github.com/a/b`` meet."""
     text = url.strip()

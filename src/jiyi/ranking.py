@@ -4,7 +4,8 @@ Every hit carries all nine signals with their detail and contribution, so the an
 it matched. Only topical signals (error_signature, code_symbol, lexical) can make a hit; the rest
 reorder. Candidates come from exact indexes first (signatures, symbols) and then from the query's
 rarest terms only: a query OR-ing every term costs ~80 ms at 100 000 records (research/performance.md),
-the rarest eight ~2 ms.
+the rarest eight ~2 ms. A candidate found by words alone is scored only when it shares enough of
+them; each record loaded and scored costs ~0.1 ms, the bulk of a search at 100 000 records.
 """
 
 from __future__ import annotations
@@ -40,10 +41,15 @@ SYMBOLS_FOR_FULL = 3
 MAX_QUERY_TERMS = 64
 RARE_TERMS = 8
 # Past its rarest term, the candidate query takes a term only while the postings it reads stay under
-# this bound (ranking costs ~1 µs a posting): a term in a third of the store (`error`, `import`)
-# would cost ~30 ms at 100 000 records and names no particular record.
-RARE_TERM_POSTINGS = 2000
-CANDIDATES_PER_SOURCE = 100
+# this bound (BM25 costs ~3 µs a posting, a document-size look-up each): a term in a third of the
+# store (`error`, `import`) would cost ~30 ms at 100 000 records and names no particular record.
+RARE_TERM_POSTINGS = 1000
+# Per exact source, records sharing most of the query's signatures or symbols first: a key such as
+# `ImportError` on 1 000 records would otherwise load and score a hundred look-alikes each query.
+CANDIDATES_PER_SOURCE = 50
+# Term candidates come best BM25 first; past the first few dozen they share a common word or two with
+# the query and fall under LEXICAL_FLOOR, after costing a record load and a scoring each.
+TERM_CANDIDATES = 50
 
 
 @dataclass(frozen=True)
@@ -103,9 +109,10 @@ def _age_days(record: Record, now: datetime) -> int:
 
 def score(record: Record, query: Query, parts: Prepared, doc_terms: set[str], now: datetime) -> Hit:
     sig = next((s for s in parts.signatures if s in record.signatures), None)
-    shared = [s for s in parts.symbols if s in set(record.symbols)]
+    own = set(record.symbols)
+    shared = [s for s in parts.symbols if s in own]
     denominator = max(1, min(len(parts.symbols), len(record.symbols), SYMBOLS_FOR_FULL))
-    cover, matched = lexical.coverage(parts.terms, doc_terms, parts.weights)
+    cover, matched = lexical.coverage(parts.weights, doc_terms)
     if cover < LEXICAL_FLOOR:
         cover = 0.0
     # os and arch first: they decide most fixes, and the detail is cut at 24 characters.
@@ -138,7 +145,7 @@ class Prepared:
     signatures: list[str]
     symbols: list[str]
     terms: list[str]
-    weights: dict[str, float]
+    weights: lexical.QueryWeights
     rare_terms: list[str]
 
 
@@ -148,8 +155,9 @@ def prepare(store: Store, query: Query) -> Prepared:
     symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
     terms = lexical.unique_terms(query.lexical_text())[:MAX_QUERY_TERMS]
     stats = store.term_stats(terms)
-    # Weight 0 marks a term the store has never indexed (see lexical.coverage).
-    weights = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
+    # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
+    idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
+    weights = lexical.QueryWeights.of(terms, idf)
     present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
     rare: list[str] = []
     postings = 0
@@ -172,24 +180,32 @@ def rank(
 ) -> list[Hit]:
     moment = now or datetime.now(timezone.utc)
     parts = prepare(store, query)
-    candidates = list(
-        dict.fromkeys(
-            [
-                *store.by_signature(parts.signatures, CANDIDATES_PER_SOURCE),
-                *store.by_symbol(parts.symbols, CANDIDATES_PER_SOURCE),
-                *store.by_terms(parts.rare_terms, CANDIDATES_PER_SOURCE),
-            ]
-        )
-    )
     excluded = set(exclude_hexes)
+    found = [
+        *store.by_signature(parts.signatures, CANDIDATES_PER_SOURCE),
+        *store.by_symbol(parts.symbols, CANDIDATES_PER_SOURCE),
+    ]
+    exact = {h: None for h in found if h not in excluded}  # ordered: ties keep their order
+    lexical_only = [
+        h for h in store.by_terms(parts.rare_terms, TERM_CANDIDATES) if h not in excluded and h not in exact
+    ]
+    terms = store.indexed_terms([*exact, *lexical_only])
+    # A candidate found by its words alone that shares too few of them with the query cannot make a
+    # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record).
+    symbol_terms = {t for s in parts.symbols for t in lexical.terms(s)}
+    wanted = [*exact] + [
+        h
+        for h in lexical_only
+        if lexical.coverage(parts.weights, terms.get(h, set()))[0] >= LEXICAL_FLOOR
+        or not symbol_terms.isdisjoint(terms.get(h, ()))
+    ]
     records = [
         r
-        for r in store.get_many(h for h in candidates if h not in excluded)
+        for r in store.get_many(wanted)
         if not r.is_wrong
         and (exclude_session is None or r.session_id != exclude_session)
         and (r.scope == "global" or r.project_key == query.project_key)
     ]
-    terms = store.indexed_terms(r.hex for r in records)
     hits = [score(r, query, parts, terms.get(r.hex, set()), moment) for r in records]
     hits = [h for h in hits if h.topical]
     hits.sort(key=lambda h: (h.score, h.record.updated), reverse=True)

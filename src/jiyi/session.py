@@ -6,23 +6,24 @@ a hook process and the MCP server of the same conversation share it (SPEC §5).
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import formats, validation
+from .auto_record import clean_command
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
-from .project import Project
+from .project import Project, checkout_point
 from .ranking import Hit, Query, rank
-from .records import NoteInput, Record, new_hex, now
+from .records import NoteInput, Record, Reproduction, new_hex, now
 from .redact import redact
+from .session_link import OWN_PREFIX, live_session, own_id
 from .signature import analyze
 from .writing import as_revision, save
 
 if TYPE_CHECKING:
     from .config import Settings
     from .memory import Memory
-    from .store import Store
+    from .store import SessionState, Store
 
 TOOLS = ("memory_search", "memory_read", "memory_note")
 
@@ -52,8 +53,14 @@ class Session:
         self.memory = memory
         self.project = project
         self.env = dict(env)
-        self.id = session_id or memory.settings.session_id or uuid.uuid4().hex
+        self.id = session_id or memory.settings.session_id or own_id()
         self._touched = False
+        self._link = False  # see link_to_hooks
+
+    def link_to_hooks(self) -> None:
+        """With no session id given, go to the session a hook of this project saw last (the rule
+        of ``session_link``), from the first tool call that finds one; what an MCP server does."""
+        self._link = self.id.startswith(OWN_PREFIX)
 
     @property
     def settings(self) -> Settings:
@@ -61,6 +68,10 @@ class Session:
 
     def _store(self) -> Store:
         store = self.memory.store
+        if self._link:
+            found = live_session(store, self.project.key)
+            if found is not None:
+                self.id, self._link, self._touched = found, False, False
         if not self._touched:
             store.touch_session(self.id, self.project.key, self.project.name)
             self._touched = True
@@ -87,7 +98,7 @@ class Session:
         record = store.get(hexid)
         if record is None:
             raise NotFound(prefix + hexid)
-        full = formats.read_text(record)
+        full = formats.read_text(record, formats.verification_lines(record))
         budget = self.settings.read_budget
         granted = store.take_read(self.id, hexid, len(full), budget)
         if granted <= 0:
@@ -112,6 +123,7 @@ class Session:
         what_analysis = analyze(given.what)
         signatures, symbols = list(what_analysis.signatures), list(what_analysis.symbols)
         tool = None
+        related = False  # the note is about the pending failure: it gets its reproduction
         if state and state.last_error:
             failure = analyze(state.last_error)
             # The failure the session met is part of what the note is about when they share a
@@ -121,6 +133,7 @@ class Session:
                 signatures += failure.signatures
                 symbols += failure.symbols
                 tool = (state.last_tool or "").lower() or None
+                related = True
         record = Record(
             hex=new_hex(),
             title=given.title,
@@ -143,7 +156,10 @@ class Session:
             symbols=tuple(dict.fromkeys(symbols))[:64],
             environment=self.env,
             tool_name=tool,
+            reproduction=self._reproduction(state) if related else None,
         )
+        if existing is not None:
+            record = _kept_replay(record, existing)
         record = as_revision(store, record, existing, self.id)
         query = Query(text=f"{record.title}\n{record.what}", project_key=self.project.key, environment=self.env)
         similar = rank(store, query, limit=5, exclude_hexes=[record.hex])
@@ -180,6 +196,21 @@ class Session:
             auto_records=self.settings.auto_records,
         )
 
+    def _reproduction(self, state: SessionState | None) -> Reproduction | None:
+        """How to meet the pending failure again (SPEC §5): its command, the repository and HEAD
+        commit, the folder relative to the top; None without a failing command or outside git."""
+        root = self.project.root
+        command = clean_command(state.last_command) if state and state.last_error else None
+        point = checkout_point(root) if root is not None and command else None
+        if root is None or command is None or point is None:
+            return None
+        repo, commit = point
+        try:
+            cwd = self.memory.cwd.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:  # the session works outside the repository it names
+            cwd = ""
+        return Reproduction(command, redact(repo), commit, "" if cwd == "." else cwd)
+
     # -- tool texts --------------------------------------------------------------------------
     def search_text(self, query: Any, limit: Any = None) -> str:
         return self.call("memory_search", {"query": query, "limit": limit}).text
@@ -202,6 +233,14 @@ class Session:
             raise InvalidArgument("tool", f"没有这个工具：{tool}")
         except JiyiError as exc:
             return ToolResult(exc.text(), is_error=True)
+
+
+def _kept_replay(record: Record, existing: Record) -> Record:
+    """A revision written with no failure pending keeps the earlier reproduction; the replay runs
+    still hold while the fix and the reproduction are the same."""
+    reproduction = record.reproduction or existing.reproduction
+    same = record.fix == existing.fix and reproduction == existing.reproduction
+    return replace(record, reproduction=reproduction, verification=existing.verification if same else None)
 
 
 def _redacted(given: NoteInput) -> NoteInput:

@@ -14,12 +14,16 @@ normalised lines are kept by the store so records can be re-signed after a chang
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
-from dataclasses import dataclass
 
 from . import signature_rules as R
+
+try:  # the builtin module: hashlib's OpenSSL import costs a hook process ~5 ms
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
+except ImportError:  # Python 3.12+ (_sha2), builds without it
+    from hashlib import sha256 as _sha256
+from .regex_cache import compile as compile_rx
 
 ALGORITHM: str = "jiyi-sig-1"
 
@@ -34,22 +38,47 @@ MAX_SYMBOLS = 32
 TOOL_WINDOW = 8  # lines around a key line (and at the top and bottom) where the tool shows
 
 
-@dataclass(frozen=True)
 class Analysis:
-    key_lines: tuple[str, ...]  # original wording, decorations stripped (≤ 2)
-    normalized: tuple[str, ...]  # what is hashed
-    signatures: tuple[str, ...]  # "sha256:" + hex, one per distinct normalised line
-    symbols: tuple[str, ...]  # code symbols of the whole text, order of first appearance (≤ 32)
-    tool: str | None
+    """What :func:`analyze` found. A plain class, not a dataclass: ``dataclasses`` (with the
+    ``inspect`` it imports) costs a hook process ~10 ms."""
+
+    __slots__ = ("key_lines", "normalized", "signatures", "symbols", "tool")  # also the order of the fields
+
+    def __init__(
+        self,
+        key_lines: tuple[str, ...],  # original wording, decorations stripped (≤ 2)
+        normalized: tuple[str, ...],  # what is hashed
+        signatures: tuple[str, ...],  # "sha256:" + hex, one per distinct normalised line
+        symbols: tuple[str, ...],  # code symbols of the whole text, order of first appearance (≤ 32)
+        tool: str | None,
+    ) -> None:
+        self.key_lines = key_lines
+        self.normalized = normalized
+        self.signatures = signatures
+        self.symbols = symbols
+        self.tool = tool
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.key_lines, self.normalized, self.signatures, self.symbols, self.tool)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Analysis) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self._fields(), strict=True))
+        return f"Analysis({names})"
 
 
 _EMPTY = Analysis((), (), (), (), None)
 _A = re.ASCII
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]", _A)
+_ANSI = compile_rx(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Z0-9]", _A)
 # A log pasted as an escaped string ("...\nfatal: x\n"): its "\n" are line breaks. Not in a line
 # with a Windows path, where "\n" starts a folder name (C:\node-project).
-_ESCAPED_NL = re.compile(r"(?:\\r)?\\n")
-_WINDOWS_PATH = re.compile(r"(?:^|[^A-Za-z])[A-Za-z]:\\|\\[\w.-]{2,}\\[\w.-]{2,}\\", _A)
+_ESCAPED_NL = compile_rx(r"(?:\\r)?\\n")
+_WINDOWS_PATH = compile_rx(r"(?:^|[^A-Za-z])[A-Za-z]:\\|\\[\w.-]{2,}\\[\w.-]{2,}\\", _A)
 
 
 def _lines(text: str) -> list[str]:
@@ -93,13 +122,15 @@ def _content(line: str) -> tuple[str, bool]:
     return s.strip(), bool(R.PROMPT.match(s))
 
 
-@dataclass
 class _Candidate:
-    tier: int  # 0 well-known failure, 1 explicit error, 2 error-ish words
-    exception: bool
-    index: int
-    content: str
-    canonical: str | None
+    __slots__ = ("canonical", "content", "exception", "index", "tier")
+
+    def __init__(self, tier: int, exception: bool, index: int, content: str, canonical: str | None) -> None:
+        self.tier = tier  # 0 well-known failure, 1 explicit error, 2 error-ish words
+        self.exception = exception
+        self.index = index
+        self.content = content
+        self.canonical = canonical
 
     def order(self) -> tuple[int, int, int]:
         # Exceptions: the last one (the outermost of a chained traceback) speaks for the failure.
@@ -156,26 +187,26 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
 # -- Masking: what varies between two occurrences of one failure --------------------------------------
 
 _TRAILERS = [
-    re.compile(r"\s*->\s*\[Help [0-9]+\]\s*$", _A),
+    compile_rx(r"\s*->\s*\[Help [0-9]+\]\s*$", _A),
     # suggestions vary by version and by what else is in scope (Python 3.10+, gcc, rustc)
-    re.compile(r"[.,;]?\s*\b[Dd]id you mean:? [^?\n]*\?", _A),
-    re.compile(r"[.,]?\s*Did you mean:? .*$", _A),
-    re.compile(r"\s*\(from versions:[^)]*\)?", _A),  # pip: what the index happened to hold that day
+    compile_rx(r"[.,;]?\s*\b[Dd]id you mean:? [^?\n]*\?", _A),
+    compile_rx(r"[.,]?\s*Did you mean:? .*$", _A),
+    compile_rx(r"\s*\(from versions:[^)]*\)?", _A),  # pip: what the index happened to hold that day
     # a trailing "(path)" of an ImportError, even cut short: where the module lives, not what failed
-    re.compile(r"\s*\((?:[A-Za-z]:[\\/]|[\\/]|~[\\/]|\.{1,2}[\\/])[^()]*\)?\s*\.?$", _A),
+    compile_rx(r"\s*\((?:[A-Za-z]:[\\/]|[\\/]|~[\\/]|\.{1,2}[\\/])[^()]*\)?\s*\.?$", _A),
 ]
 # Maven names the user's project in its goal lines.
-_PROJECT = re.compile(r"\b(on|for) project [\w.-]+(?::[\w.-]+)*", _A)
-_URL = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"`<>)\]]+", _A)
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+\b", _A)
-_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", _A)
-_TIME = re.compile(
+_PROJECT = compile_rx(r"\b(on|for) project [\w.-]+(?::[\w.-]+)*", _A)
+_URL = compile_rx(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"`<>)\]]+", _A)
+_EMAIL = compile_rx(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+\b", _A)
+_UUID = compile_rx(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b", _A)
+_TIME = compile_rx(
     r"\b[0-9]{4}[-/][0-9]{2}[-/][0-9]{2}(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2})?(?:[.,][0-9]+)?)?"
     r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
     r"|\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:\s?[AP]M)?\b",
     _A,
 )
-_PATH = re.compile(
+_PATH = compile_rx(
     r"""(?<![\w.@+$%-])(?:
         (?:[A-Za-z]:[\\/]|\\\\|~[\\/]|\.{1,2}[\\/]|[\\/](?=[\w.@%\[$-]))[^\s'"`<>|:;,(){}]*   # absolute, ./, ~/
       | [\w.@+-]+(?:[\\/][\w.@+\[\]-]+){2,}[\\/]?                                           # a/b/c
@@ -183,59 +214,59 @@ _PATH = re.compile(
     )(?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))?""",
     re.VERBOSE | _A,
 )
-_LINE_COL = re.compile(r"(?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))$", _A)
-_PACKAGE_DIR = re.compile(r"(?:site-packages|dist-packages|node_modules)[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)", _A)
+_LINE_COL = compile_rx(r"(?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))$", _A)
+_PACKAGE_DIR = compile_rx(r"(?:site-packages|dist-packages|node_modules)[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)", _A)
 # Temporary files, by name rather than folder (a reproduction run in /tmp is still the same
 # failure): gcc's /tmp/ccXXXXXX.o, LTO's name.XXXXXX.ltrans0.ltrans.o, Python's tmpXXXXXXXX.
 _TEMP_NAME = (
     r"(?:cc(?=[a-z0-9]*[A-Z0-9])[A-Za-z0-9]{6}(?:\.ltrans[0-9]*\.ltrans)?(?P<e1>\.[a-z]{1,3})"
     r"|[\w-]+\.[A-Za-z0-9]{6}\.ltrans[0-9]*\.ltrans(?P<e2>\.o)|tmp(?=[a-z_]*[0-9])[a-z0-9_]{6,8}(?P<e3>\.[A-Za-z0-9]+)?)"
 )
-_TEMP = re.compile(rf"^{_TEMP_NAME}$", _A)
-_TEMP_WORD = re.compile(rf"(?<![\w.<-]){_TEMP_NAME}(?![\w-])", _A)
+_TEMP = compile_rx(rf"^{_TEMP_NAME}$", _A)
+_TEMP_WORD = compile_rx(rf"(?<![\w.<-]){_TEMP_NAME}(?![\w-])", _A)
 # An extension-less basename of an absolute path is mostly a user's folder (a project root, a
 # home); in these places it is a program or a device, which says what failed.
-_KEEP_DIR = re.compile(r"^(?:/usr(?:/local)?)?/s?bin/|^/(?:etc|dev|proc|sys)/|^/opt/[^/]+/bin/", _A)
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", _A)
-_SECTION = re.compile(r"\(\.[\w.$]+(?:\[[^\]]*\])?\+0x[0-9a-fA-F]+\)", _A)
+_KEEP_DIR = compile_rx(r"^(?:/usr(?:/local)?)?/s?bin/|^/(?:etc|dev|proc|sys)/|^/opt/[^/]+/bin/", _A)
+_EXTENSION = compile_rx(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", _A)
+_SECTION = compile_rx(r"\(\.[\w.$]+(?:\[[^\]]*\])?\+0x[0-9a-fA-F]+\)", _A)
 # IPv4[:port], [v6]:port, :::port, localhost:port: whichever address a service tried.
-_ADDR = re.compile(
+_ADDR = compile_rx(
     r"\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?::[0-9]{1,5})?\b|\[[0-9a-fA-F]*:[0-9a-fA-F:]*\](?::[0-9]{1,5})?|:::[0-9]{1,5}\b"
     r"|\blocalhost:[0-9]{1,5}\b",
     _A,
 )
-_HEX = re.compile(
+_HEX = compile_rx(
     r"\b0x[0-9a-fA-F]+\b|(?<![A-Za-z0-9_])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,}(?![A-Za-z0-9_])"
     # upper-case ids; not OpenSSL's "error:0308010C:digital envelope routines", a code
     r"|(?<![A-Za-z0-9_])(?=[0-9A-F]*[0-9])(?=[0-9A-F]*[A-F])[0-9A-F]{8,}(?![A-Za-z0-9_]|:[A-Za-z])",
     _A,
 )
-_SIZE = re.compile(r"(?<![A-Za-z0-9_.])[0-9]+(?:\.[0-9]+)?\s?(?:[KMGTP]i?B|kB|bytes?)(?![A-Za-z0-9_])", _A)
-_DURATION = re.compile(
+_SIZE = compile_rx(r"(?<![A-Za-z0-9_.])[0-9]+(?:\.[0-9]+)?\s?(?:[KMGTP]i?B|kB|bytes?)(?![A-Za-z0-9_])", _A)
+_DURATION = compile_rx(
     r"(?<![A-Za-z0-9_.])[0-9]+(?:\.[0-9]+)?\s?(?:ms|s|sec|secs|seconds?|mins?|minutes?|h|hours?)(?![A-Za-z0-9_])", _A
 )
 # Integers, decimals, versions (v1.2.3-rc1, 17.0.1+12-LTS): one placeholder, as one failure prints
 # "major version 61" in one place and "class file version 55.0" in another.
-_NUMBER = re.compile(
+_NUMBER = compile_rx(
     r"(?<![A-Za-z0-9_])(?:v(?=[0-9]+\.[0-9]))?[0-9]+(?:[.,][0-9]+)*(?:[-+~][0-9A-Za-z][0-9A-Za-z.+~-]*)?(?![A-Za-z0-9_])"
     r"|(?<![A-Za-z0-9_.])(?:v(?=[0-9]+\.[0-9]))?[0-9]+(?:\.[0-9]+)+(?=[A-Za-z])",
     _A,
 )
 # Numbers that change the fix: exit codes, statuses, errno, signals, curl codes, a soname's
 # version, and a version range something must meet (">=3.12").
-_KEEP_BEFORE = re.compile(
+_KEEP_BEFORE = compile_rx(
     r"(?:exit\s(?:code|status)|status(?:\scode)?|\bcode|errno|\berror|WinError|signal|HTTP(?:/[0-9.]+)?|returned|\[Errno"
     r"|\bcurl|\.so\.|>=|<=|~=|[<>^~])[\s:=(]*$",
     re.IGNORECASE | _A,
 )
-_HTTP_REASON = re.compile(r"\s[A-Z][a-z]", _A)
-_PLURAL = re.compile(
+_HTTP_REASON = compile_rx(r"\s[A-Z][a-z]", _A)
+_PLURAL = compile_rx(
     r"(<n> (?:error|warning|file|line|test|item|package|problem|module|target|crate|job|issue|dependenc))(?:s|ies)\b",
     _A,
 )
-_SPACE = re.compile(r"\s+")
-_WERROR = re.compile(r"\[-Werror=", _A)
-_JAVA_INNER = re.compile(r"(?<![\w$.])(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception):\s", _A)
+_SPACE = compile_rx(r"\s+")
+_WERROR = compile_rx(r"\[-Werror=", _A)
+_JAVA_INNER = compile_rx(r"(?<![\w$.])(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception):\s", _A)
 
 
 def _path(m: re.Match[str]) -> str:
@@ -314,7 +345,8 @@ def _normalize(c: _Candidate) -> str:
 
 def digest(normalized: str, algorithm: str = ALGORITHM) -> str:
     """The signature of one normalised line under ``algorithm`` (reindex recomputes old ones)."""
-    return "sha256:" + hashlib.sha256(f"{algorithm}\n{normalized}".encode()).hexdigest()
+    hexdigest: str = _sha256(f"{algorithm}\n{normalized}".encode()).hexdigest()
+    return "sha256:" + hexdigest
 
 
 _digest = digest
@@ -329,6 +361,10 @@ def analyze(text: str) -> Analysis:
 
 
 def _analyze(text: str) -> Analysis:
+    if "_Z" in text:  # a mangled C++ name: spelled as GNU ld and lld print it (imported only then)
+        from .demangle import in_text
+
+        text = in_text(text)
     lines = _lines(text)
     keys: list[str] = []
     norms: list[str] = []

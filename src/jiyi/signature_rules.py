@@ -11,13 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .regex_cache import compile as compile_rx
+
 A = re.ASCII
 V = re.VERBOSE | re.ASCII
 
 # -- Line decorations: when and where a line was printed, never what went wrong --------------------
 
 # Stripped repeatedly from the start of a line.
-PREFIXES = re.compile(
+PREFIXES = compile_rx(
     r"""^(?:
         \s+
       | [0-9]{4}-[0-9]{2}-[0-9]{2}[T\s][0-9:.,]+(?:Z|[+-][0-9]{2}:?[0-9]{2})?\s*  # ISO stamp (Actions)
@@ -33,22 +35,22 @@ PREFIXES = re.compile(
     V,
 )
 # A line wholly inside quotes, as pasted from a script's output.
-QUOTED_LINE = re.compile(r"""^(['"])(.+)\1$""")
+QUOTED_LINE = compile_rx(r"""^(['"])(.+)\1$""")
 # Shell prompts: the line is a command someone typed, not an error.
-PROMPT = re.compile(
+PROMPT = compile_rx(
     r"""^(?:[$\u276f\u279c%+]\s|>>>\s|PS\s\S.*?>\s|[A-Za-z]:\\[^>]*>\S|[^\s@]+@[^\s:@]+[:\s].*?[$#%]\s
       | [\w.-]+:[\w~/.-]+\s\w+\$\s | \([\w.-]+\)\s\S+[$#]\s)""",
     V,
 )
 # Severity words: they add nothing once a line is known to be the error.
-SEVERITY = re.compile(
+SEVERITY = compile_rx(
     r"^(?:\[(?:ERROR|FATAL|error)\]\s*|(?:npm\s+)?ERR!\s*|npm\s+error\s+|E\s(?=\S)|(?:fatal\s+)?error:\s*|"
     r"ERROR:\s*|Error:\s+|fatal:\s*|FATAL:\s*|FAILED:?\s+)",
     A,
 )
 # Where, not what: "src/a.c:12:5:", "a.ts(9,24):", "a.ts:1:24 -", "x.o:(.text+0x1f):", "libz.a(a.o):",
 # a pytest node id "tests/t.py::test_x[1] - ", the linker's or the shell's own name ("/bin/sh: 1: ").
-LOCATION = re.compile(
+LOCATION = compile_rx(
     r"""^(?:(?:[A-Za-z]:)?[^\s:()]*[^\s:()/\\](?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))(?::\(\.[^)]*\))?(?::\s*|\s+-\s+)
       | \S+\.(?:o|a|so|obj|lib)(?:\([^)]*\))?:(?:\(\.[^)]*\):)?\s+
       | [^\s:]+(?:::[^\s:\[]+)+(?:\[[^\]]*\])?\s+-\s+
@@ -60,7 +62,7 @@ LOCATION = re.compile(
 # -- Lines that frame an error without being it ----------------------------------------------------
 
 # Anchored at the (cleaned) line start, so one ``match`` settles them all.
-_WRAPPER_START = re.compile(
+_WRAPPER_START = compile_rx(
     r"""(?:
         g?make(?:\[[0-9]+\])?:\s\*\*\*\s(?:\[.*\]\sError\s[0-9]+|Waiting\sfor) | \S*Makefile\S*:\s?recipe\sfor\starget
       | (?:error:\s)?(?:[Cc]ould\snot\scompile|aborting\sdue\sto|build\sfailed) | warning:\sbuild\sfailed
@@ -87,7 +89,7 @@ _WRAPPER_START = re.compile(
 )
 # Anywhere in the line: (lower-case needle, pattern or None when the needle says it all).
 _WRAPPER_ANY: list[tuple[str, re.Pattern[str] | None]] = [
-    (n, re.compile(p, A) if p else None)
+    (n, compile_rx(p, A) if p else None)
     for n, p in [
         ("ld returned", r"collect2:\s(?:fatal\s)?error:\sld\sreturned"),
         ("linker command failed with exit code", ""),
@@ -129,13 +131,13 @@ def is_wrapper(content: str, lower: str) -> bool:
 
 
 # Headers: the error's own message is on the next line that says anything.
-HEADERS = re.compile(
+HEADERS = compile_rx(
     r"""(?:^thread\s'[^']*'(?:\s\([0-9]+\))?\spanicked\sat\s(?:'|\S+:[0-9]+:[0-9]+:)$ | ^CMake\sError\sat\s.*:$
       | ^\*\sWhat\swent\swrong:$ | ^ERROR\sin\s\S+$)""",
     V,
 )
 # Context, never a key line even with an error word in it: hints, notes, warnings, stack frames.
-CONTEXT = re.compile(
+CONTEXT = compile_rx(
     r"""(?:^(?i:hint|note|help|info|warning|warn)(?:\[[^\]]*\])?[:\s] | ^=\s(?:note|help):
       | ^\S+:\s(?:warning|note):\s | ^\(node:[0-9]+\)\s | ^at\s\S | ^File\s" | ^\S+Warning:\s | ^[\s^~|]*$
       | ^-{3}\s(?:stdout|stderr) | ^cargo:)""",
@@ -145,22 +147,22 @@ CONTEXT = re.compile(
 # -- What makes a line the error ---------------------------------------------------------------------
 
 # "Type: message" of Python / Java / JavaScript, with Java's prefixes.
-EXCEPTION = re.compile(
+EXCEPTION = compile_rx(
     r"^(?:Exception\sin\sthread\s\"[^\"]*\"\s|Caused\sby:\s|Uncaught\s)?"
     r"(?:[A-Za-z_][\w$]*\.)*(?:[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Fault|Iteration)|Error)"
     r"(?:\s\[[A-Z0-9_]+\])?:(?:\s|$)",
     A,
 )
 # Exceptions that only say "a subprocess failed": the real error is elsewhere in the log.
-WEAK_EXCEPTIONS = re.compile(r"^(?:subprocess\.)?CalledProcessError:|^SystemExit:|^(?:Error:\s)?Command failed", A)
-STRONG_START = re.compile(
+WEAK_EXCEPTIONS = compile_rx(r"^(?:subprocess\.)?CalledProcessError:|^SystemExit:|^(?:Error:\s)?Command failed", A)
+STRONG_START = compile_rx(
     r"""(?:error(?:\[[A-Z]*[0-9]+\])?:\s | (?:fatal\s)?error:\s | fatal:\s | FATAL:?\s | ERROR:?\s | \[ERROR\]\s+\S
       | (?:npm\s(?:ERR!|error)|ERR!)\s+\S | E\s\S | (?:FAILED|ERROR)\s+\S+::\S*.*\s-\s\S | panic:\s
       | thread\s'[^']*'.*\spanicked\sat\s | TS[0-9]+:\s | CMake\sError | E:\s | \S+:\s(?:fatal\s)?error:\s | Killed\s*$
       | (?:[^\s:]+:[0-9]+(?::[0-9]+)?:\s)?undefined:\s | failed\sto\srun\scustom\sbuild\scommand)""",
     V,
 )
-_STRONG_ANY = re.compile(
+_STRONG_ANY = compile_rx(
     r"(?:^|\s|:)(?:fatal\s)?error(?:\[[A-Z]*[0-9]+\])?:\s|\berror\sTS[0-9]+|command\snot\sfound|Segmentation\sfault"
     r"|core\sdumped",
     A,
@@ -174,7 +176,7 @@ def is_strong(content: str, lower: str) -> bool:
     return any(n in lower for n in ("error", "not found", "fault", "dumped")) and bool(_STRONG_ANY.search(content))
 
 
-WEAK = re.compile(
+WEAK = compile_rx(
     r"(?:\b(?:errors?|fail(?:s|ed|ure)?|cannot|can't|could\snot|couldn't|unable|not\sfound|no\ssuch|undefined|"
     r"unresolved|denied|refus(?:ed|ing)|missing|invalid|unsupported|not\ssupported|incompatible|exception|"
     r"panicked|abort(?:ed)?|fatal|timed\sout|timeout|not\sallowed|forbidden|unauthori[sz]ed|rejected|conflict(?:s|ing)?|"
@@ -199,9 +201,9 @@ LIB_FAMILY.update(dict.fromkeys("dlopen dlsym dlclose dlerror dladdr dlinfo dlvs
 LIB_FAMILY.update(
     dict.fromkeys("clock_gettime clock_settime clock_getres shm_open shm_unlink timer_create mq_open".split(), "librt")
 )
-_PTHREAD = re.compile(r"^(?:pthread_\w+|sem_(?:open|close|unlink|wait|post|init|destroy|timedwait|trywait))$", A)
-_RUST_HASH = re.compile(r"::h[0-9a-f]{16}\b", A)
-_SYMBOL_VERSION = re.compile(r"@@?[A-Za-z_]+[0-9.]*$", A)
+_PTHREAD = compile_rx(r"^(?:pthread_\w+|sem_(?:open|close|unlink|wait|post|init|destroy|timedwait|trywait))$", A)
+_RUST_HASH = compile_rx(r"::h[0-9a-f]{16}\b", A)
+_SYMBOL_VERSION = compile_rx(r"@@?[A-Za-z_]+[0-9.]*$", A)
 
 
 def clean_symbol(raw: str, *, macho: bool = False) -> str:
@@ -249,7 +251,7 @@ Template = tuple[str, "re.Pattern[str]", Callable[[re.Match[str]], str]]
 
 
 def _t(needle: str, pattern: str, build: str | Callable[[re.Match[str]], str]) -> Template:
-    rx = re.compile(pattern, A)
+    rx = compile_rx(pattern, A)
     if isinstance(build, str):
         text = build
         return (needle, rx, lambda m: m.expand(text))
@@ -394,7 +396,7 @@ _TLD = frozenset("com org net io dev edu gov co uk cn de jp ru fr info app".spli
 # Specific patterns first: their spans keep the generic quote / dotted-name patterns out. Each has
 # a needle: a pattern runs only over a text that contains it.
 _SPECIFIC: list[tuple[str, re.Pattern[str], str]] = [
-    (n, re.compile(p, f), kind)
+    (n, compile_rx(p, f), kind)
     for n, p, kind, f in [
         ("undefined reference", rf"undefined reference to (?:symbol )?{_Q}({_NQ}+)", "link", A),
         ("undefined reference", r"undefined reference to (?!symbol\b)([A-Za-z_][\w$.:@]*)", "link", A),
@@ -421,15 +423,15 @@ _SPECIFIC: list[tuple[str, re.Pattern[str], str]] = [
         ("", r"(?<![\w$.])((?:[A-Za-z_][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Iteration))\b", "exc", A),
     ]
 ]
-_QUOTED = re.compile(
+_QUOTED = compile_rx(
     r"(?<![\w])`([^`'\s]{2,100})[`']|(?<![A-Za-z0-9])'([^'\s]{2,100})'(?![A-Za-z0-9])|\"([^\"\s]{2,100})\""
     r"|\u2018([^\u2019\s]{2,100})\u2019",
     A,
 )
-_DOTTED = re.compile(r"(?<![\w$./\\-])[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)+", A)
-_IDENT = re.compile(r"^(?:@[\w.-]+/)?[A-Za-z_$][\w$.:+-]*$", A)
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", A)
-_PATHISH = re.compile(r"(?<![\w])(?:[A-Za-z]:)?(?:[\\/][^\s'\"`:]+){2,}", A)
+_DOTTED = compile_rx(r"(?<![\w$./\\-])[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)+", A)
+_IDENT = compile_rx(r"^(?:@[\w.-]+/)?[A-Za-z_$][\w$.:+-]*$", A)
+_URL = compile_rx(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", A)
+_PATHISH = compile_rx(r"(?<![\w])(?:[A-Za-z]:)?(?:[\\/][^\s'\"`:]+){2,}", A)
 
 
 def _clean(raw: str, kind: str) -> str | None:
@@ -520,7 +522,7 @@ def symbols(text: str, limit: int) -> tuple[str, ...]:
 
 # Most specific first; tried on the key lines, then on the whole text.
 TOOLS: list[tuple[str, re.Pattern[str]]] = [
-    (name, re.compile(p, re.M | A))
+    (name, compile_rx(p, re.M | A))
     for name, p in [
         ("bash", r"^(?:\S*/)?bash: "),
         ("zsh", r"^zsh: "),

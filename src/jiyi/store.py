@@ -33,6 +33,7 @@ class SessionState:
     outcome: str = "未知"
     reads: list[str] = field(default_factory=list)  # record hexes read, in order
     notes: list[str] = field(default_factory=list)  # record hexes written or revised
+    last_command: str | None = None  # the command of the last failure, when its tool had one
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,12 @@ class Store(ABC):
     # -- sessions ----------------------------------------------------------------------------
     @abstractmethod
     def touch_session(self, session_id: str, project_key: str, project: str) -> None: ...
+
+    def live_session(self, project_key: str, since: str, own_prefix: str) -> str | None:
+        """The id of the session of ``project_key`` seen last, at ``since`` or later, whose id does
+        not start with ``own_prefix`` (``session_link``); None when there is none. A store that
+        does not implement it links nothing."""
+        return None
 
     @abstractmethod
     def session(self, session_id: str) -> SessionState | None: ...

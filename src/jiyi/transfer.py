@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from .errors import InvalidArgument
 from .indexing import derive
-from .records import Fix, Record, Revision
+from .records import Fix, Record, Reproduction, Revision, Verification
 from .store import Store
 
 FORMAT = 1
@@ -50,6 +50,8 @@ def record_to_json(store: Store, record: Record) -> dict[str, Any]:
     data: dict[str, Any] = {"jiyi_export": FORMAT, "id": record.id}
     data.update({name: getattr(record, name) for name in _FIELDS})
     data["fix"] = record.fix.to_dict() if record.fix else None
+    data["reproduction"] = record.reproduction.to_dict() if record.reproduction else None
+    data["verification"] = record.verification.to_dict() if record.verification else None
     data["signatures"] = list(record.signatures)
     data["symbols"] = list(record.symbols)
     data["revisions"] = [asdict(rev) for rev in store.revisions(record.hex)]
@@ -67,14 +69,18 @@ def export(store: Store, out: TextIO, progress: Callable[[int], None] | None = N
     return count
 
 
-def _record(data: dict[str, Any]) -> Record:
+def record_from_json(data: dict[str, Any]) -> Record:
+    """The record of an export line (``record_to_json``); KeyError or TypeError when one is missing
+    a field. Lines exported before reproductions were kept have none."""
     values = {name: data[name] for name in _FIELDS}
-    fix = data.get("fix")
+    fix, reproduction, verification = data.get("fix"), data.get("reproduction"), data.get("verification")
     return Record(
         **values,
         fix=Fix.from_dict(fix) if fix else None,
         signatures=tuple(data.get("signatures", ())),
         symbols=tuple(data.get("symbols", ())),
+        reproduction=Reproduction.from_dict(reproduction) if reproduction else None,
+        verification=Verification.from_dict(verification) if verification else None,
     )
 
 
@@ -96,10 +102,10 @@ def import_lines(store: Store, lines: Iterable[str], progress: Callable[[int], N
     parsed: list[tuple[Record, list[Revision], list[tuple[str, str, str]]]] = []
     for number, data in parse_lines(lines):
         try:
-            record = _record(data)
+            record = record_from_json(data)
             revisions = [Revision(**rev) for rev in data.get("revisions", [])]
             marks = [(m["target"], m["relation"], m["created"]) for m in data.get("marks", [])]
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise InvalidArgument("import", f"第 {number} 行缺少字段：{exc}") from None
         parsed.append((record, revisions, marks))
     imported = skipped = 0

@@ -105,10 +105,23 @@ def run(command: list[str], limit: int = MAX_ERROR) -> tuple[int, str]:
     code = status if status >= 0 else 128 - status
     out = b"".join(out_tail).decode("utf-8", "replace").rstrip("\n")
     err = b"".join(err_tail).decode("utf-8", "replace").rstrip("\n")
-    err = err[-limit:]
+    err = _tail(err, limit)
     room = limit - len(err) - 1  # what is left for stdout after stderr and the joining newline
-    out = out[-room:] if room > 0 else ""
+    out = _tail(out, room) if room > 0 else ""
     return code, "\n".join(part for part in (out, err) if part)
+
+
+def _tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, starting at a line (else a word): a cut in the
+    middle of a token would leave a piece redaction no longer recognises."""
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    for mark in ("\n", " "):
+        at = cut.find(mark)
+        if at >= 0:
+            return cut[at + 1 :]
+    return ""
 
 
 COMMANDS = [hook_command, run_command]
