@@ -85,3 +85,19 @@ def hit_json(hit: Hit) -> dict[str, Any]:
         ],
         "record": record_json(hit.record),
     }
+
+
+def progress(*, transient: bool = False) -> Any:
+    """A rich progress bar on stderr, beside result lines on stdout; drawn only on a terminal."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=transient,
+        disable=not sys.stderr.isatty(),
+    )

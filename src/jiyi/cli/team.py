@@ -14,7 +14,7 @@ import click
 
 from .. import config, project
 from ..errors import JiyiError
-from .common import emit_json, json_option
+from .common import emit_json, json_option, progress
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -204,19 +204,6 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
 
 
 # -- this machine ------------------------------------------------------------------------------
-def _progress() -> Any:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-        disable=not sys.stderr.isatty(),
-    )
 
 
 @contextmanager
@@ -273,7 +260,7 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
         try:
             if quiet and outbox.waiting(store):
                 return
-            with TeamClient.from_settings(settings) as client, _progress() as bar:
+            with TeamClient.from_settings(settings) as client, progress() as bar:
                 pending = outbox.status(store, settings.team_push).pending
                 push_task = bar.add_task("push", total=pending, visible=not pull_only and not quiet)
                 pull_task = bar.add_task("pull", total=None, visible=not push_only and not quiet)

@@ -17,6 +17,7 @@ import click
 from .. import config, project
 from ..errors import JiyiError, Unavailable
 from ..replay import ReplayResult, network_isolation, replay
+from .common import progress
 
 if TYPE_CHECKING:
     from ..team_client import TeamClient
@@ -24,22 +25,6 @@ if TYPE_CHECKING:
 ISOLATION_MISSING = (
     "this machine cannot run commands without network (unshare -rn fails); pass --allow-network on a runner you trust"
 )
-
-
-def _progress() -> Any:
-    # On stderr beside the result lines on stdout; drawn only on a terminal.
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-        disable=not sys.stderr.isatty(),
-    )
 
 
 def _say(error: JiyiError) -> str:
@@ -52,7 +37,7 @@ def _round(
 ) -> list[bool]:
     """Replay and report each candidate; what passed, in order."""
     outcomes: list[bool] = []
-    with _progress() as bar:
+    with progress(transient=True) as bar:
         task = bar.add_task("replay", total=len(candidates))
         for line in candidates:
             hexid, title = str(line.get("hex", "")), str(line.get("title", ""))
