@@ -1,0 +1,176 @@
+"""Full-text terms (lexical.py): English error text, CJK bigrams, mixed text, query escaping, and
+the IDF-weighted coverage behind the ``lexical`` signal (SPEC §4, §6)."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jiyi
+from jiyi import lexical
+from jiyi.errors import InvalidArgument
+from jiyi.lexical import QueryWeights, coverage, idf, index_text, match_expression, terms, unique_terms
+from jiyi.store import Store
+
+from .helpers import ZLIB, note
+
+# -- tokenising ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Stopwords (`no`, `to`) go; the error class stays one lowercased word.
+        ("ModuleNotFoundError: No module named 'yaml'", ["modulenotfounderror", "module", "named", "yaml"]),
+        # Underscores belong to the identifier: `pthread_create` is one term, not `pthread` + `create`.
+        ("undefined reference to `pthread_create'", ["undefined", "reference", "pthread_create"]),
+        # Rust error codes keep their digits; repeats stay in order (terms() is the indexed stream).
+        ("error[E0425]: cannot find value", ["error", "e0425", "cannot", "find", "value"]),
+        # Leading and trailing underscores are decoration (`__init__` is found by `init`).
+        ("__init__ _x_ a_b", ["init", "x", "a_b"]),
+        # Punctuation splits: `std::vector<int>` is three terms, versions are cut at the dots.
+        ("std::vector<int> 3.11", ["std", "vector", "int", "3", "11"]),
+    ],
+)
+def test_english_error_text(text: str, expected: list[str]) -> None:
+    assert terms(text) == expected
+
+
+def test_text_is_nfkc_folded_and_lowercased() -> None:
+    # Full-width letters and digits, as a Chinese input method types them, are the ASCII word.
+    assert terms("ＡＢＣ１２３ ｚｌｉｂ ZLIB") == ["abc123", "zlib", "zlib"]
+
+
+def test_cjk_runs_become_overlapping_bigrams() -> None:
+    assert terms("链接时找不到") == ["链接", "接时", "时找", "找不", "不到"]
+    assert terms("链") == ["链"]  # a lone ideograph is its own term
+    assert terms("エラー 한국어") == ["エラ", "ラー", "한국", "국어"]
+
+
+def test_mixed_text_splits_at_the_script_boundary() -> None:
+    assert terms("链接时找不到 zlib") == ["链接", "接时", "时找", "找不", "不到", "zlib"]
+    assert terms("zlib链接libz") == ["zlib", "链接", "libz"]
+    # Full-width punctuation ends a CJK run: no bigram spans `：`.
+    assert terms("失败：找不") == ["失败", "找不"]
+
+
+def test_stopwords_and_overlong_words_are_dropped() -> None:
+    assert terms("the a of is") == []
+    word40, word41 = "x" * lexical.MAX_TERM, "y" * (lexical.MAX_TERM + 1)
+    assert terms(f"{word40} {word41}") == [word40]
+
+
+def test_unique_terms_keep_first_order_and_index_text_joins_them() -> None:
+    assert unique_terms("deflate zlib deflate 链接 链接") == ["deflate", "zlib", "链接"]
+    assert index_text("ld: undefined symbol deflate") == "ld undefined symbol deflate"
+
+
+# -- query escaping --------------------------------------------------------------------------
+
+
+def test_match_expression_quotes_every_term() -> None:
+    assert match_expression(["deflate", "链接"]) == '"deflate" OR "链接"'
+    assert match_expression(['a"b']) == '"a""b"'
+    assert match_expression([]) == ""
+
+
+@pytest.mark.parametrize("term", ["NEAR", "AND", "NOT", "OR", "*", '"', "a:b", "(x", "^y", "col:*", "a''b"])
+def test_match_expression_is_literal_in_fts5(term: str) -> None:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+    db.execute("INSERT INTO t VALUES (?)", (f"before {term} after",))
+    # Any operator or quote inside a term is searched for as text, never parsed as syntax.
+    found = db.execute("SELECT count(*) FROM t WHERE t MATCH ?", (match_expression([term, "before"]),)).fetchone()
+    assert found == (1,)
+
+
+# -- weights and coverage --------------------------------------------------------------------
+
+
+def test_idf_falls_as_a_term_gets_common() -> None:
+    assert idf(1, 100) > idf(10, 100) > idf(50, 100) > idf(100, 100) > 0.0
+    assert math.isclose(idf(50, 100), math.log(2.0))
+
+
+def test_unseen_words_weigh_the_mean_and_unseen_cjk_bigrams_nothing() -> None:
+    weights = QueryWeights.of(["deflate", "zlib", "unseen", "块安", "deflate"], {"deflate": 3.0, "zlib": 1.0})
+    assert weights.terms == ("deflate", "zlib", "unseen", "块安")
+    assert weights.weights == {"deflate": 3.0, "zlib": 1.0, "unseen": 2.0, "块安": 0.0}
+    assert weights.total == 6.0
+    assert QueryWeights.of(["nothing", "known"], {}).total == 0.0
+
+
+def test_coverage_is_the_idf_weighted_share_of_the_query() -> None:
+    weights = QueryWeights.of(["deflate", "zlib", "symbol"], {"deflate": 4.0, "zlib": 2.0, "symbol": 2.0})
+    assert coverage(weights, {"deflate", "other"}) == (0.5, ["deflate"])
+    assert coverage(weights, {"zlib", "symbol"}) == (0.5, ["zlib", "symbol"])
+    assert coverage(weights, {"deflate", "zlib", "symbol"})[0] == 1.0
+    assert coverage(weights, set()) == (0.0, [])
+    assert coverage(QueryWeights.of(["x"], {}), {"x"}) == (0.0, [])
+
+
+def test_generic_words_alone_are_no_evidence() -> None:
+    weights = QueryWeights.of(["error", "failed", "deflate"], {"error": 1.0, "failed": 1.0, "deflate": 1.0})
+    # The matched words are still named, but their share counts as nothing ...
+    assert coverage(weights, {"error", "failed"}) == (0.0, ["error", "failed"])
+    # ... until one real word joins them, and then they count too.
+    share, matched = coverage(weights, {"error", "failed", "deflate"})
+    assert share == 1.0 and matched == ["error", "failed", "deflate"]
+
+
+# -- no query text can break the store (SPEC §6) ---------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[jiyi.Memory]:
+    store: Store
+    if request.param == "sqlite":
+        from jiyi.sqlite_store import SQLiteStore
+
+        store = SQLiteStore(tmp_path / "jiyi.db")
+        with jiyi.Memory(store=store) as m:
+            yield m
+        return
+    dsn, schema = request.getfixturevalue("pg_schema")
+    from jiyi.pg_store import PgDatabase, PgStore
+
+    db = PgDatabase(dsn, schema=schema, max_size=2)
+    try:
+        with jiyi.Memory(store=PgStore(db, db.create_team("lexical"))) as m:
+            yield m
+    finally:
+        db.close()
+
+
+# Text an agent might paste: any code point (lone surrogates and controls included), plus the
+# pieces of FTS5 and tsquery syntax, CJK and error words, so both halves meet in one query.
+_SYNTAX = ['"', "'", "*", "^", ":", "(", ")", "NEAR", "AND", "OR", "NOT", "&", "|", "!", "<->", ":*", "\\", "\x00"]
+_WORDS = ["deflate", "zlib", "链接", "找不到", "E0425", "pthread_create", "%", "_", "--", ";", "$1"]
+_PIECES = st.sampled_from([*_SYNTAX, *_WORDS])
+_ANY_CHARACTER = st.characters(exclude_categories=())  # lone surrogates too: JSON can carry \ud800
+_QUERIES = st.lists(st.one_of(st.text(_ANY_CHARACTER, max_size=30), _PIECES), max_size=12).map(" ".join)
+
+
+def test_random_text_never_raises_through_search(memory: jiyi.Memory) -> None:
+    memory.session(project="zlib-port", session_id="writer").note(**ZLIB)
+    memory.session(project="zlib-port", session_id="writer").note(**note(title="链接时找不到 zlib", what="链接失败"))
+    reader = memory.session(project="zlib-port", session_id="reader")
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(_QUERIES)
+    def search(query: str) -> None:
+        try:
+            hits = reader.search(query)
+        except InvalidArgument:
+            return  # empty, control characters, too long: SPEC §2's answer, not a breakage
+        assert all(h.topical for h in hits)
+        # Bad input loses nothing: the records are still there and still found.
+        assert reader.search("undefined symbol deflate")[0].record.title == ZLIB["title"]
+
+    search()
