@@ -23,6 +23,7 @@ from jiyi.signature import analyze
 from jiyi.store import Store
 
 from .helpers import SIGNALS
+from .test_signature import TORCH_EXTENSION, needs_demangler
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 ZLIB_ERROR = "ld: undefined symbol deflate"
@@ -232,6 +233,35 @@ def test_the_same_error_outranks_a_shared_word(store: Store) -> None:
     hits = rank(store, Query(text="why?", failure_tool="Bash", failure_error=YAML_ERROR), limit=5, now=NOW)
     assert [h.record.title for h in hits] == ["Install PyYAML"]
     assert signals(hits[0])["error_signature"][0] == 1.0
+
+
+# Two real records and a real query (bench/data/clusters.jsonl c016, c104): a traceback's frames are
+# what any two Python tracebacks share, so they must not outweigh the error line itself.
+MARKUPSAFE = "\n".join(
+    [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/flask", line 5, in <module>',
+        "    from flask.cli import main",
+        '  File "/usr/local/lib/python3.9/site-packages/flask/__init__.py", line 14, in <module>',
+        "    from jinja2 import escape",
+        '  File "/usr/local/lib/python3.9/site-packages/jinja2/filters.py", line 13, in <module>',
+        "    from markupsafe import soft_unicode",
+        "ImportError: cannot import name 'soft_unicode' from 'markupsafe'"
+        " (/usr/local/lib/python3.9/site-packages/markupsafe/__init__.py)",
+    ]
+)
+KNN = (
+    "ImportError: (...)/KNN_CUDA/knn_cuda/csrc/_ext/knn/knn.so: undefined symbol:"
+    " _ZN3c105ErrorC1ENS_14SourceLocationERKSs"
+)
+
+
+@needs_demangler  # the record names the symbol as people write it; the query has it mangled
+def test_a_traceback_query_is_matched_by_its_error_not_its_frames(store: Store) -> None:
+    put(store, made("MarkupSafe 2.1 removed soft_unicode", what=MARKUPSAFE, why="pin markupsafe", learned="-"))
+    why = "The extension references C++ symbols (c10::Error, torch::jit::parseSchema) of another torch"
+    put(store, made("Rebuild the PyTorch extension", what=KNN, why=why, learned="rebuild the extension"))
+    assert found(store, TORCH_EXTENSION)[:1] == ["Rebuild the PyTorch extension"]
 
 
 def test_wrong_records_are_never_returned(store: Store) -> None:

@@ -16,9 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jiyi.signature import ALGORITHM, Analysis, analyze, key_line
+from jiyi import demangle
+from jiyi.signature import ALGORITHM, Analysis, analyze, key_line, search_words
 
 BENCH = Path("/work/shared/bench/clusters.jsonl")
+needs_demangler = pytest.mark.skipif(demangle._demangler() is None, reason="no C++ runtime library loads here")
 SIGNATURE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
@@ -1279,6 +1281,36 @@ def test_the_three_linker_wordings_share_the_symbol_and_the_signature() -> None:
     assert [a.tool for a in found] == ["ld", "ld", "ld", "msvc"]
 
 
+# The Docker client with no daemon behind its socket, verbatim: a 2017 client (moby/moby#32658), and
+# clients before 1.13 that printed the raw dial error (ONLYOFFICE/Docker-CommunityServer#3,
+# moby/moby#11989, boot2docker/boot2docker#499). Beside them, a daemon that runs but refuses the
+# user (pauleve/docker-mtgo#167): another fix.
+DOCKER_DOWN = (
+    "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+    _text(
+        "Post http:///var/run/docker.sock/v1.20/containers/create: dial unix /var/run/docker.sock: no such file or"
+        " directory.",
+        "* Are you trying to connect to a TLS-enabled daemon without TLS?",
+        "* Is your docker daemon up and running?",
+    ),
+    "Post http:///var/run/docker.sock/v1.17/auth: dial unix /var/run/docker.sock: no such file or directory. Are you"
+    " trying to connect to a TLS-enabled daemon without TLS? ",
+    "2014/08/23 11:56:00 Get http:///var/run/docker.sock/v1.14/version: dial unix /var/run/docker.sock: no such file"
+    " or directory",
+)
+DOCKER_DENIED = (
+    "Got permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: Post"
+    ' "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/images/create?fromImage=test&tag=latest": dial unix'
+    " /var/run/docker.sock: connect: permission denied"
+)
+
+
+def test_old_and_new_docker_clients_without_a_daemon_share_a_signature() -> None:
+    found = [analyze(t).signatures for t in DOCKER_DOWN]
+    assert found[0] and all(f == found[0] for f in found), [analyze(t).normalized for t in DOCKER_DOWN]
+    assert not any(_shared(t, DOCKER_DENIED) for t in DOCKER_DOWN)
+
+
 def test_linker_symbols_lose_rust_hashes_and_glibc_versions() -> None:
     rust = analyze("undefined reference to `tokio::runtime::spawn::h0123456789abcdef'")
     assert rust.symbols == ("tokio::runtime::spawn",)
@@ -1468,6 +1500,49 @@ def test_wrappers_and_decorations_are_never_the_key_line(log: str, expected: str
 )
 def test_the_tool_is_named_when_evident(text: str, tool: str | None) -> None:
     assert analyze(text).tool == tool
+
+
+# -- the words a search is made of ------------------------------------------------------------------------
+# pytorch/extension-cpp#103, verbatim: two frames of boilerplate every Python traceback shares.
+TORCH_EXTENSION = _text(
+    "Traceback (most recent call last):",
+    '  File "/gemini/code/extension-cpp-master/test/test_extension.py", line 5, in <module>',
+    "    import extension_cpp",
+    '  File "/root/miniconda3/lib/python3.11/site-packages/extension_cpp/__init__.py", line 2, in <module>',
+    "    from . import _C, ops",
+    "ImportError: /root/miniconda3/lib/python3.11/site-packages/extension_cpp/_C.cpython-311-x86_64-linux-gnu.so:"
+    " undefined symbol: _ZN5torch3jit11parseSchemaERKSsb",
+)
+
+
+def test_search_words_drop_stack_frames_and_cut_paths_to_what_names_the_failure() -> None:
+    lines = search_words(TORCH_EXTENSION).splitlines()
+    assert lines[:2] == ["    import extension_cpp", "    from . import _C, ops"]
+    assert lines[2].startswith("ImportError: extension_cpp/_C.cpython-311-x86_64-linux-gnu.so: undefined symbol: ")
+    assert len(lines) == 3
+    java_and_node = _text(
+        'Exception in thread "main" java.lang.NoClassDefFoundError: org/slf4j/LoggerFactory',
+        "\tat com.example.App.main(App.java:12)",
+        "\tat java.base/jdk.internal.reflect.NativeMethodAccessorImpl.invoke0(Native Method)",
+        "\t... 3 more",
+        "    at Object.<anonymous> (/home/user/app/index.js:3:9)",
+        "    at Module._compile (node:internal/modules/cjs/loader:1105:14)",
+        "at least one frame is not a frame",
+    )
+    assert search_words(java_and_node).splitlines() == [
+        'Exception in thread "main" java.lang.NoClassDefFoundError: org/slf4j/LoggerFactory',
+        "at least one frame is not a frame",
+    ]
+
+
+@needs_demangler
+def test_search_words_spell_mangled_names_as_people_write_them() -> None:
+    assert "torch::jit::parseSchema(std::string const&, bool)" in search_words(TORCH_EXTENSION)
+
+
+@pytest.mark.parametrize("text", ["", "链接时找不到 zlib", "plain words, no log", "ld: undefined symbol deflate"])
+def test_search_words_leave_plain_text_as_it_is(text: str) -> None:
+    assert search_words(text) == text
 
 
 # -- symbols ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from . import lexical
 from .records import Record, parse_time
-from .signature import Analysis, analyze
+from .signature import Analysis, analyze, search_words
 from .store import Store
 
 WEIGHTS = {
@@ -94,10 +94,13 @@ class Query:
         return found
 
     def lexical_text(self) -> str:
-        # Of a failure's long log only its key lines speak; the rest would drown the agent's words.
+        # A pasted traceback's frames and folders are shared by every traceback: only the rest of
+        # the text speaks (search_words). Of a failure's long log only its key lines speak; the rest
+        # would drown the agent's words.
+        own = search_words(self.text)
         if not self.failure_error:
-            return self.text
-        return self.text + "\n" + "\n".join(analyze(self.failure_error).key_lines)
+            return own
+        return own + "\n" + "\n".join(analyze(self.failure_error).key_lines)
 
 
 def _age_days(record: Record, now: datetime) -> int:

@@ -399,6 +399,35 @@ def _analyze(text: str) -> Analysis:
     )
 
 
+# Stack frames of Python, Java and JavaScript, and their headers: where the error passed, printed
+# alike by every traceback; as search words they make any two tracebacks look related.
+_FRAME = compile_rx(
+    r"""^\s*(?:File\s"[^"]*",\sline\s[0-9]+(?:,\sin\s.*)?|Traceback\s\(most\srecent\scall\slast\):?
+      | at\s(?:[\w$.<>\[\]]+\s)?\(?[^\s()]+(?::[0-9]+)+\)? | at\s[\w$.<>/]+\([^()]*\) | \.\.\.\s[0-9]+\smore)\s*$""",
+    re.VERBOSE | _A,
+)
+
+
+def search_words(text: str) -> str:
+    """The part of an error text worth searching by its words (the ``lexical`` signal).
+
+    Stack frames go, paths keep only what names the failure (a package, a file name; the rest is
+    one user's folders), and mangled C++ names read as people write them (``torch::jit::parseSchema``),
+    so a record that names the symbol in its explanation is found. Text without any of these is
+    returned as it came.
+    """
+    try:
+        if not isinstance(text, str):
+            return ""
+        if "_Z" in text:
+            from .demangle import in_text
+
+            text = in_text(text)
+        return "\n".join(_PATH.sub(_path, line) for line in _lines(text) if not _FRAME.match(line))
+    except Exception:  # words are a hint like the signature: no input may break a search
+        return text if isinstance(text, str) else ""
+
+
 def key_line(text: str) -> str:
     """The first key line of ``text``; else its first non-empty line (cleaned); else ""."""
     found = analyze(text).key_lines

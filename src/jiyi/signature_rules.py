@@ -353,6 +353,15 @@ TEMPLATES: list[Template] = [
         r"permission denied while trying to connect to the Docker daemon",
         "permission denied while trying to connect to the Docker daemon socket",
     ),
+    # No daemon behind the client's socket: Docker clients before 1.13 printed the raw dial error (the
+    # socket file does not exist) where later ones say "Cannot connect to the Docker daemon"; one
+    # failure, one fix (start the daemon; moby/moby#11989). The wording is that of later clients, as
+    # normalised, so their signatures stay as they were.
+    _t(
+        "docker.sock",
+        r"dial unix \S*docker\.sock: no such file or directory",
+        "Cannot connect to the Docker daemon at <url> Is the docker daemon running?",
+    ),
     _t("port is already allocated", r"port is already allocated", "Bind for <addr> failed: port is already allocated"),
     _t("setting locale failed", r"Setting locale failed", "perl: warning: Setting locale failed"),
     _t("bad interpreter", r"(\S+): bad interpreter: (.+)", r"bad interpreter: \1: \2"),
