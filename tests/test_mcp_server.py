@@ -1,4 +1,4 @@
-"""The MCP server in memory, through the SDK's own client (``mcp.Client`` on an ``MCPServer``).
+"""The MCP server in memory, through the SDK's own client (``mcp.Client`` on the low-level ``Server``).
 
 Every test runs both ways the SDK connects in process: ``auto`` (the 2026 per-request dispatch,
 no JSON-RPC framing) and ``legacy`` (the initialize handshake over in-memory JSON-RPC streams).

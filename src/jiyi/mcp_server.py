@@ -1,9 +1,12 @@
-"""``jiyi mcp``: the three tools over MCP (official SDK, 2.x ``MCPServer``), stdio by default.
+"""``jiyi mcp``: the three tools over MCP (official SDK, its low-level ``Server``), stdio by default.
 
-The JSON schemas advertise the seed's constraints so every client sees them before calling, but
-the parameters are typed ``Any`` for the SDK: its pydantic check would otherwise reject first with
-its own text, and SPEC §2 wants ours (``参数无效：…`` / ``错误码：…``). Results are returned as
-``CallToolResult`` so an error keeps its exact text; a ``ToolError`` would be prefixed by the SDK.
+The JSON schemas advertise the seed's constraints so every client sees them before calling, and
+the arguments reach validation.py as they came: SPEC §2 wants our error text (``参数无效：…`` /
+``错误码：…``), not the SDK's. Results are ``CallToolResult`` so an error keeps its exact text.
+
+The low-level server, not ``MCPServer``: the three tools need none of what ``MCPServer`` adds
+(argument models, resources, prompts, request-state sealing), and importing it costs the start of
+``jiyi mcp`` (SPEC §8: ``tools/list`` within 1 s) about 60 ms more (httpx, cryptography).
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mcp.server import MCPServer
-from mcp.server.mcpserver.tools.base import Tool
-from mcp_types import CallToolResult, TextContent
+import anyio
+import anyio.to_thread
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
 from .errors import Unavailable
@@ -141,47 +146,25 @@ def _result(text: str, is_error: bool) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
 
 
-class JiyiServer(MCPServer[Any]):
+SCHEMAS = {"memory_search": SEARCH_SCHEMA, "memory_read": READ_SCHEMA, "memory_note": NOTE_SCHEMA}
+
+
+class JiyiServer(Server[Any]):
     def __init__(self, session: Session) -> None:
         self.session = session
         self.notes_enabled = session.settings.notes
+        self.tools = [MCPTool(name=n, description=DESCRIPTIONS[n], input_schema=s) for n, s in SCHEMAS.items()]
+        super().__init__("jiyi", instructions=INSTRUCTIONS, on_list_tools=self._list, on_call_tool=self._call)
 
-        # The SDK builds its argument model from these signatures: every parameter optional and
-        # Any, so what arrives is checked by validation.py alone, with our error text.
-        def memory_search(query: Any = None, limit: Any = None) -> CallToolResult:
-            return self._run("memory_search", query=query, limit=limit)
+    async def _list(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=await self.list_tools())
 
-        def memory_read(ref: Any = None) -> CallToolResult:
-            return self._run("memory_read", ref=ref)
-
-        def memory_note(
-            title: Any = None,
-            type: Any = None,
-            scope: Any = None,
-            content: Any = None,
-            topic_key: Any = None,
-            fix: Any = None,
-            evidence_refs: Any = None,
-            relates_to: Any = None,
-        ) -> CallToolResult:
-            return self._run(
-                "memory_note",
-                title=title,
-                type=type,
-                scope=scope,
-                content=content,
-                topic_key=topic_key,
-                fix=fix,
-                evidence_refs=evidence_refs,
-                relates_to=relates_to,
-            )
-
-        tools = []
-        for fn, schema in ((memory_search, SEARCH_SCHEMA), (memory_read, READ_SCHEMA), (memory_note, NOTE_SCHEMA)):
-            tool = Tool.from_function(fn, description=DESCRIPTIONS[fn.__name__], structured_output=False)
-            tool.parameters = schema
-            tools.append(tool)
-        super().__init__(name="jiyi", instructions=INSTRUCTIONS, tools=tools)
+    async def _call(self, ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        # Only the advertised parameters go on, as the SDK's argument models did; an unknown tool
+        # gets our E_INVALID_ARGUMENT from the session. The store is blocking: a worker thread.
+        known = SCHEMAS.get(params.name, {}).get("properties", {})
+        arguments = {k: v for k, v in (params.arguments or {}).items() if k in known}
+        return await anyio.to_thread.run_sync(lambda: self._run(params.name, **arguments))
 
     def _run(self, name: str, **arguments: Any) -> CallToolResult:
         try:
@@ -194,10 +177,9 @@ class JiyiServer(MCPServer[Any]):
         return _result(result.text, result.is_error)
 
     async def list_tools(self) -> list[MCPTool]:
-        tools = await super().list_tools()
         # notes = false: memory_note is not offered; a client that cached the list still gets
         # E_NOTES_DISABLED when it calls it (SPEC §2) rather than "unknown tool".
-        return [t for t in tools if self.notes_enabled or t.name != "memory_note"]
+        return [t for t in self.tools if self.notes_enabled or t.name != "memory_note"]
 
 
 def _team_sync(session: Session, *, pull_too: bool = True) -> None:
@@ -219,4 +201,10 @@ def build(memory: Memory | None = None, session: Session | None = None) -> JiyiS
 
 
 def serve() -> None:
-    build().run("stdio")
+    server = build()
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)

@@ -58,6 +58,12 @@ class _Entry:
             from ..hook import main as hook_main
 
             sys.exit(hook_main(argv[1:]))
+        if not args and not kwargs and argv == ["mcp"]:
+            # An agent spawns the server and waits for it (SPEC §8: tools/list within 1 s): the
+            # other commands' modules (rich, the team client) are not loaded for it.
+            from ..mcp_start import serve
+
+            return serve()
         return group()(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -11,7 +11,7 @@ def mcp_command() -> None:
 
     Register it with an agent, e.g. `claude mcp add jiyi -- jiyi mcp`.
     """
-    from ..mcp_server import serve
+    from ..mcp_start import serve
 
     serve()
 
