@@ -355,6 +355,20 @@ def test_bad_arguments_give_our_error_text_not_the_sdks(mode: str) -> None:
 
 
 @MODES
+def test_an_unknown_tool_and_unknown_arguments(mode: str) -> None:
+    with served("s1") as server:
+        # A tool that is not there is a bad argument in our words, like every other failure (SPEC §2).
+        assert call_once(mode, server, "memory_forget", {"ref": MISSING}) == (
+            True,
+            "参数无效：tool：没有这个工具：memory_forget\n错误码：E_INVALID_ARGUMENT",
+        )
+        # Arguments no schema names are left out, as the SDK's argument models left them out: the
+        # note is saved (the session itself would refuse an unknown field).
+        is_error, text = call_once(mode, server, "memory_note", {**ZLIB, "priority": "high"})
+        assert not is_error and text.startswith("saved lr_"), text
+
+
+@MODES
 def test_boundaries_that_are_allowed(mode: str) -> None:
     with served("s1") as server:
 
