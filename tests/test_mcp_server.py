@@ -307,6 +307,8 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("memory_note", note(why="  "), "content.why"),
     ("memory_note", note(where=3), "content.where"),
     ("memory_note", note(learned="nul \x00"), "content.learned"),
+    ("memory_note", note(why="a lone surrogate \ud800 from JSON"), "content.why"),
+    ("memory_search", {"query": "deflate \udfff"}, "query"),
     ("memory_note", note(topic_key="build"), "topic_key"),
     ("memory_note", note(topic_key="Build/Zlib"), "topic_key"),
     ("memory_note", note(topic_key="a/b/c"), "topic_key"),

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from jiyi import demangle
 from jiyi.signature import ALGORITHM, Analysis, analyze, key_line, search_words
 
-BENCH = Path("/work/shared/bench/clusters.jsonl")
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "data" / "clusters.jsonl"
 needs_demangler = pytest.mark.skipif(demangle._demangler() is None, reason="no C++ runtime library loads here")
 SIGNATURE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -1083,12 +1083,14 @@ def test_look_alikes_with_another_fix_share_no_signature(a: str, b: str) -> None
             assert not _shared(x, y), (analyze(x).normalized, analyze(y).normalized)
 
 
-@pytest.mark.skipif(not BENCH.exists(), reason="the development set is not on this machine")
 def test_the_whole_development_set() -> None:
     clusters = {c["id"]: c for c in map(json.loads, BENCH.read_text(encoding="utf-8").splitlines())}
     signed = {cid: [set(analyze(o["text"]).signatures) for o in c["occurrences"]] for cid, c in clusters.items()}
     together = [cid for cid, sigs in signed.items() if all(sigs[0] & s for s in sigs[1:])]
-    assert len(together) / len(signed) >= 0.95, sorted(set(signed) - set(together))
+    # c103 and c104 are one cause met through different missing symbols (THPVariableClass, several
+    # mangled c10/at names): their occurrences must not share a signature, search finds them by
+    # symbols and words. Every other cluster is one error met again.
+    assert set(signed) - set(together) == {"c103", "c104"}, sorted(set(signed) - set(together))
     for cid, c in clusters.items():
         for other in c["hard_negative_of"]:
             if other in signed:

@@ -28,6 +28,8 @@ TOPIC_RE = re.compile(r"^[a-z0-9._-]+/[a-z0-9._-]+$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # C0 controls other than tab, newline and carriage return, DEL and the C1 block.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# A lone UTF-16 surrogate (JSON "\ud800") is no character: it cannot be stored as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def text(field: str, value: Any, *, max_len: int, multiline: bool = True, strip: bool = True) -> str:
@@ -39,6 +41,8 @@ def text(field: str, value: Any, *, max_len: int, multiline: bool = True, strip:
     cleaned = _ANSI.sub("", value)
     if _CONTROL.search(cleaned):
         raise InvalidArgument(field, "含有控制字符")
+    if _SURROGATE.search(cleaned):
+        raise InvalidArgument(field, "含有孤立的代理字符（不是有效的 Unicode）")
     if not multiline and ("\n" in cleaned or "\r" in cleaned):
         raise InvalidArgument(field, "不能换行")
     if strip:
