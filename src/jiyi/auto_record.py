@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .hook import clean_command as clean_command  # also for session.py
 from .records import Fix, Record, new_hex, now
 from .redact import redact
+from .tool_results import clean_command
 
 if TYPE_CHECKING:
     from .project import Project

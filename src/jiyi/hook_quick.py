@@ -16,14 +16,15 @@ import json
 import os
 import sys
 
-from .hook import TEAM_SYNC_EVENTS, clean_command, clean_error, keep_patterns, patterns_from, signatures_of
+from .hook_events import TEAM_SYNC_EVENTS
+from .tool_results import clean_command, clean_error, keep_patterns, patterns_from, signatures_of
 
 TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
 if TYPE_CHECKING:
     import sqlite3
     from typing import Any
 
-    from .hook import Event
+    from .hook_events import Event
 
 
 def _xdg(variable: str, fallback: str) -> str:
