@@ -19,7 +19,7 @@ import jiyi
 from jiyi import auto_record, hook_events
 from jiyi.records import Record
 
-from .helpers import note, run_hook
+from .helpers import note, run_hook, settled
 
 ERROR = "Exit code 1\nld: undefined symbol deflate"
 FAILED = "cc -o app main.o"
@@ -37,6 +37,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any], **extra: str) -> subprocess.CompletedProcess[bytes]:
     done = run_hook(tmp_path, jiyi_home, payload, **extra)
     assert (done.returncode, done.stderr) == (0, b"")
+    settled(jiyi_home)  # a loop-closing success's record is written after the hook returned
     return done
 
 
@@ -256,7 +257,10 @@ def test_writing_the_record_keeps_the_hook_light(tmp_path: Path, jiyi_home: Path
     imported = {line.split("|")[-1].strip() for line in done.splitlines() if "|" in line}
     assert not {name.split(".")[0] for name in imported} & {"click", "rich", "mcp", "pydantic"}
     assert not {"jiyi.ranking", "jiyi.formats", "jiyi.session", "jiyi.memory"} & imported
-    assert "jiyi.auto_record" in imported
+    # The record is the detached finisher's work: the hook itself neither builds nor stores it.
+    assert not {"jiyi.auto_record", "jiyi.writing", "jiyi.signature", "jiyi.sqlite_store"} & imported
+    assert "jiyi.loop_closing" in imported
+    settled(jiyi_home)
     assert _only().origin == "local_auto"
 
 

@@ -297,6 +297,8 @@ def test_codex_and_gemini_get_the_recall_line_in_the_shape_they_read(
         {"JIYI_SESSION_ID": "named", "JIYI_BUSY_TIMEOUT_MS": "700"},
         {"CLAUDE_CODE_SESSION_ID": "cc-1"},
         {"JIYI_HOME": "~/elsewhere"},
+        {"JIYI_AUTO_RECORDS": "Off"},
+        {"JIYI_AUTO_RECORDS": "yes"},
     ],
 )
 def test_quick_settings_agree_with_config(
@@ -313,7 +315,8 @@ def test_quick_settings_agree_with_config(
     environ = dict(os.environ)
     quick = hook_quick.quick_settings(str(project), environ)
     settings = config.load(None, environ)
-    assert quick == (str(settings.store_path), settings.session_id, min(settings.busy_timeout_ms, 2000))
+    expected = (str(settings.store_path), settings.session_id, min(settings.busy_timeout_ms, 2000))
+    assert quick == (*expected, settings.auto_records)
 
 
 def test_quick_settings_leave_settings_files_to_config(tmp_path: Path, project: Path) -> None:
@@ -328,6 +331,11 @@ def test_quick_settings_leave_settings_files_to_config(tmp_path: Path, project: 
     assert hook_quick.quick_settings(str(project), environ) is None
     environ["JIYI_BUSY_TIMEOUT_MS"] = "soon"
     assert hook_quick.quick_settings(str(project), environ) is None
+    (tmp_path / "jiyi-config" / "config.toml").unlink()
+    environ["JIYI_BUSY_TIMEOUT_MS"] = "700"
+    assert hook_quick.quick_settings(str(project), environ) is not None
+    environ["JIYI_AUTO_RECORDS"] = "maybe"
+    assert hook_quick.quick_settings(str(project), environ) is None  # config.load reports it
 
 
 def _session_row(jiyi_home: Path, session_id: str) -> tuple[Any, ...]:
@@ -360,14 +368,16 @@ def test_the_quick_path_records_what_the_store_records(tmp_path: Path, jiyi_home
     assert hook_quick.apply(event, dict(os.environ), recall_to=True) == (True, None)  # applied the quick way
     read = hook_events.parse("claude-code", _event("PostToolUse", project, tool_name="Read", session_id="by-hook"))
     assert read is not None and hook_quick.apply(read, dict(os.environ), recall_to=True) == (True, None)
-    fixed = hook_events.parse("claude-code", _event("PostToolUse", project, tool_name="Bash", session_id="by-hook"))
-    assert fixed is not None and hook_quick.apply(fixed, dict(os.environ), recall_to=True) == (
-        False,
-        None,
-    )  # the store's
     assert (jiyi_home / "cache").is_dir()  # the compiled patterns were kept
     assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store")
     assert "[REDACTED:github-token]" in str(_session_row(jiyi_home, "by-hook")[3])
+    # Closing the loop, the quick way too (the same command: no automatic record is queued).
+    fixed = _event("PostToolUse", project, tool_name="Bash", session_id="by-hook", tool_input=failure["tool_input"])
+    closing = hook_events.parse("claude-code", fixed)
+    assert closing is not None and hook_quick.apply(closing, dict(os.environ), recall_to=True) == (True, None)
+    with jiyi.Memory() as memory:
+        memory.session(session_id="by-store").observe_tool_result("bash", ok=True, command=closing.call.command)  # type: ignore[union-attr]
+    assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store") == (None,) * 4 + ("成功",)
 
 
 def test_compiled_patterns_from_the_cache_are_the_patterns(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 import jiyi
 from jiyi import tool_results
 
-from .helpers import ZLIB, note, run_hook
+from .helpers import ZLIB, note, run_hook, settled
 
 SESSION = "5f0c1d2e-loop-4a8b-replay"
 ERROR = "Exit code 1\nld: undefined symbol deflate"
@@ -41,6 +41,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[bytes]:
     done = run_hook(tmp_path, jiyi_home, payload)
     assert (done.returncode, done.stderr) == (0, b"")
+    settled(jiyi_home)  # a loop-closing success's record is written after the hook returned
     return done
 
 

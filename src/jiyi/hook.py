@@ -7,7 +7,9 @@ It runs on every tool call of the agent and must cost it ≤ 50 ms, so the work 
 - ``hook_quick`` applies the common events with json, os and sqlite3's core alone (no typing,
   dataclasses, pathlib, datetime, click, rich, mcp, pydantic or ranking stack);
 - :func:`_full` here applies everything else through the store (``tool_results``): a new
-  session, a schema to migrate, a failure a record may be recalled for, a team sync.
+  session, a schema to migrate, a failure a record may be recalled for, a team sync;
+- a success that closes a loop is the quick path's too, and its automatic record is written
+  after the hook returned, by a detached ``jiyi hook --finish`` (``loop_closing``).
 
 It never fails the agent: whatever goes wrong is logged to stderr and the process exits 0 with
 nothing on stdout. The agent's ``session_id`` names the jiyi session, so the MCP server started
@@ -126,10 +128,20 @@ def start_team_sync(folder: str, environ: dict[str, str]) -> None:
     ).wait()
 
 
+# ``jiyi hook --finish <store>``: the detached process that writes queued automatic records.
+FINISH = "--finish"
+
+
 def main(argv: list[str]) -> int:
     """``jiyi hook <agent>``: read one event from stdin and record it; a failure a record matches
-    prints that record's line for the agent's model (``context_output``). Always returns 0."""
+    prints that record's line for the agent's model (``context_output``). ``jiyi hook --finish
+    <store>`` writes the automatic records queued in that store. Always returns 0."""
     try:
+        if len(argv) == 2 and argv[0] == FINISH:
+            from .loop_closing import finish
+
+            finish(argv[1])  # started by a hook that queued an automatic record (loop_closing)
+            return 0
         if len(argv) != 1:
             raise ValueError(f"usage: jiyi hook {{{'|'.join(AGENTS)}}} < event.json (got {argv!r})")
         raw = sys.stdin.buffer.read()
