@@ -75,7 +75,10 @@ def _written(store: Path, started: float) -> Run:
     finisher is not this process's child: no CPU time)."""
     while True:
         with sqlite3.connect(store, timeout=5) as db:
-            left = db.execute("SELECT count(*) FROM auto_record_queue").fetchone()[0]
+            try:
+                left = db.execute("SELECT count(*) FROM auto_record_queue").fetchone()[0]
+            except sqlite3.OperationalError:  # a jiyi that writes the record in the hook itself
+                left = 0
         db.close()
         if not left:
             break
