@@ -207,3 +207,24 @@ def test_jiyi_hook_finish_writes_the_queued_records(
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     assert _queued(jiyi_home) == [] and len(_records()) == 1
+
+
+@pytest.mark.parametrize("way", ["posix_spawn", "subprocess"])
+def test_the_finisher_is_started_detached(jiyi_home: Path, project: Path, started: list[str], way: str) -> None:
+    _closed_and_queued(project, jiyi_home)
+    (store_path,) = started
+    if way == "subprocess":
+        with pytest.MonkeyPatch.context() as patch:  # not the test's own: that one holds JIYI_HOME
+            patch.delattr(os, "posix_spawn", raising=False)
+            assert _real_start(store_path) is True
+    elif not hasattr(os, "posix_spawn"):
+        pytest.skip("no posix_spawn on this platform")
+    else:
+        assert _real_start(store_path) is True
+    settled(jiyi_home)
+    (record,) = _records()
+    assert record.origin == "local_auto"
+
+
+# The real one, kept before the ``started`` fixture replaces it in a test.
+_real_start = loop_closing.start_finisher

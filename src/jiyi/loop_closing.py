@@ -123,22 +123,30 @@ def start_finisher(store_path: str) -> bool:
     null device, and do not wait: the agent waits for the hook's stdout to close, and the hook's
     exit leaves the finisher to init. False when it could not start (the row waits for the next
     event)."""
+    if not sys.executable:
+        return False
     args = [sys.executable, "-m", "jiyi", "hook", "--finish", store_path]
-    try:
-        if hasattr(os, "posix_spawn"):  # ~1 ms; subprocess would cost the hook ~8 ms of imports
-            null = os.devnull
-            actions = [(os.POSIX_SPAWN_OPEN, fd, null, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    if hasattr(os, "posix_spawn"):  # ~1 ms; subprocess would cost the hook ~8 ms of imports
+        actions = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+        try:
             os.posix_spawn(sys.executable, args, os.environ, file_actions=actions, setsid=True)
             return True
-        import subprocess
+        except NotImplementedError:  # no POSIX_SPAWN_SETSID here: the subprocess way below
+            pass
+        except OSError:
+            return False
+    import subprocess
 
-        flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        null_fd = subprocess.DEVNULL
-        child = subprocess.Popen(args, creationflags=flags, stdin=null_fd, stdout=null_fd, stderr=null_fd)
-        child.returncode = 0  # left running on purpose: no ResourceWarning when the object goes
-        return True
+    null = subprocess.DEVNULL
+    flags = getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+    try:
+        child = subprocess.Popen(
+            args, stdin=null, stdout=null, stderr=null, start_new_session=os.name != "nt", creationflags=flags
+        )
     except OSError:
         return False
+    child.returncode = 0  # left running on purpose: no ResourceWarning when the object goes
+    return True
 
 
 def _lock(folder: str) -> Any:
