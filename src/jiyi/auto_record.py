@@ -9,7 +9,8 @@ changed; a changed command is its ``command`` fix. Its topic comes from the fail
 source; fixed another way, it becomes the record's next revision. ``Settings.auto_records``
 (``JIYI_AUTO_RECORDS``) turns them off.
 
-Runs in the hook: no ranking, no similarity search.
+Runs after a hook (its detached finisher, ``loop_closing``) or in ``Session.observe_tool_result``
+(``jiyi run``): no ranking, no similarity search.
 """
 
 from __future__ import annotations

@@ -253,15 +253,12 @@ def _close_loop(db: sqlite3.Connection, call: ToolCall, here: _Here) -> bool:
     db.execute("BEGIN IMMEDIATE")
     try:
         resolved = resolve_in(db, here.session_id, call.tool)
-        # No record when a note was written since (it was just confirmed) or the fix is not evident.
-        if (
-            resolved is not None
-            and here.auto_records
-            and not resolved[6]
-            and evident(resolved[5], command, resolved[7])
-        ):
-            queue(db, here.session_id, resolved, command, here.folder, _now())
-            here.finish = True
+        if resolved is not None and here.auto_records:
+            failed_command, noted, edited = resolved[5:8]
+            # No record when a note was written since (it was just confirmed) or no fix is evident.
+            if not noted and evident(failed_command, command, edited):
+                queue(db, here.session_id, resolved, command, here.folder, _now())
+                here.finish = True
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
