@@ -90,9 +90,13 @@ def test_toml_is_parsed_only_when_a_file_exists(tmp_path: Path) -> None:
     # Settings are read on every hook event: without a file, no TOML parser nor dataclasses.
     assert _imported_by_load(tmp_path, tmp_path / "no-config") == ["20000"]
     (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "config.toml").write_text("read_budget = 123\n")
+    # A flat file, as users write them: read without tomllib (toml_flat).
+    (tmp_path / "config" / "config.toml").write_text("# mine\n[jiyi]\nread_budget = 123\nlocale = 'zh'\n")
+    assert _imported_by_load(tmp_path, tmp_path / "config") == ["123"]
+    # Anything past that subset is tomllib's to read.
+    (tmp_path / "config" / "config.toml").write_text("read_budget = 1_234\n")
     budget, *modules = _imported_by_load(tmp_path, tmp_path / "config")
-    assert budget == "123" and {"tomllib", "tomli"} & set(modules)
+    assert budget == "1234" and {"tomllib", "tomli"} & set(modules)
     assert "dataclasses" not in modules
 
 

@@ -14,7 +14,8 @@ from .errors import InvalidArgument
 
 # The hook reads the settings on every tool call (SPEC §8: ≤ 50 ms an event): dataclasses (with
 # inspect), typing and tomllib cost it ~12 ms together (`python -X importtime`), so Settings is a
-# plain class and TOML is parsed only when a file exists. mypy reads this name as typing's.
+# plain class, TOML is parsed only when a file exists, and a flat file without tomllib
+# (``toml_flat``). mypy reads this name as typing's.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -183,22 +184,27 @@ def _from_mapping(settings: Settings, data: dict[str, Any], source: str) -> Sett
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        fh = path.open("rb")
+        with path.open("rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
-        return {}  # the common case: no file, and tomllib is never imported
+        return {}  # the common case: no file, and no TOML parser is imported
     except OSError as exc:
         raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
-    import sys
+    from .toml_flat import parse
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
-    try:
-        with fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
+    text = raw.decode()  # as tomllib.load does: not UTF-8 is an error of its own
+    data = parse(text)  # the flat files users write, without tomllib's ~8 ms of imports
+    if data is None:
+        import sys
+
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - exercised on 3.10 only
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
     # Both a flat file and a [jiyi] table are accepted; the table wins.
     table = data.get("jiyi")
     return dict(table) if isinstance(table, dict) else data
