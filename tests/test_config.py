@@ -70,6 +70,10 @@ def test_settings_are_read_only_and_replace_makes_a_changed_copy(jiyi_home: Path
     assert repr(settings).startswith(f"Settings(home={jiyi_home!r}, notes=True, read_budget=100,")
     with pytest.raises(TypeError):
         settings.replace(budget=1)
+    import copy
+    import pickle
+
+    assert copy.copy(changed) == changed and pickle.loads(pickle.dumps(changed)) == changed
 
 
 def _imported_by_load(tmp_path: Path, config_dir: Path) -> list[str]:

@@ -104,6 +104,11 @@ class Settings:
     def __repr__(self) -> str:
         return "Settings(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
+    def __reduce__(self) -> tuple[type[Settings], tuple[Any, ...]]:
+        # copy and pickle rebuild through __init__ (the slots are read-only); the order of the
+        # slots is the order of __init__'s parameters.
+        return Settings, self._values()
+
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` (setting names as keywords)."""
         unknown = set(changes) - set(self.__slots__)
