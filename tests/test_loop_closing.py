@@ -180,16 +180,19 @@ def test_a_row_that_keeps_failing_is_given_up_and_the_others_still_finish(
     jiyi_home: Path, project: Path, started: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _closed_and_queued(project, jiyi_home)
-    with sqlite3.connect(jiyi_home / "jiyi.db") as db:  # a row no finisher can use, queued first
-        db.execute(
+    with sqlite3.connect(jiyi_home / "jiyi.db") as db:  # rows no finisher can use, queued first
+        db.executemany(
             "INSERT INTO auto_record_queue (id, session_id, failure, command, cwd, queued) "
-            "VALUES (0, 'x', '{}', NULL, '.', '')"
+            "VALUES (?, ?, ?, NULL, '.', '')",
+            [(-1, "y", "not json"), (0, "x", "{}")],
         )
     db.close()
     store_path = str(jiyi_home / "jiyi.db")
     assert loop_closing.finish(store_path) == 1
-    assert [r[:3] for r in _queued(jiyi_home)] == [("x", None, loop_closing.MAX_ATTEMPTS)]
-    assert "jiyi hook --finish: row 0: KeyError" in capsys.readouterr().err
+    left = [("y", None, loop_closing.MAX_ATTEMPTS), ("x", None, loop_closing.MAX_ATTEMPTS)]
+    assert [r[:3] for r in _queued(jiyi_home)] == left
+    err = capsys.readouterr().err
+    assert "jiyi hook --finish: row -1: JSONDecodeError" in err and "row 0: KeyError" in err
     assert len(_records()) == 1
     assert loop_closing.finish(store_path) == 0  # given up on: not tried again
     assert _queued(jiyi_home)[0][2] == loop_closing.MAX_ATTEMPTS

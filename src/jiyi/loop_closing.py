@@ -162,7 +162,7 @@ def _lock(folder: str) -> Any:
     return handle
 
 
-def _claim(db: sqlite3.Connection) -> tuple[int, str, dict[str, Any], str | None, str] | None:
+def _claim(db: sqlite3.Connection) -> tuple[int, str, str, str | None, str] | None:
     """The oldest row not given up on, its attempt counted before the work (so a row that kills
     its finisher every time ends at MAX_ATTEMPTS)."""
     row = db.execute(
@@ -173,7 +173,7 @@ def _claim(db: sqlite3.Connection) -> tuple[int, str, dict[str, Any], str | None
     ).fetchone()
     if row is None:
         return None
-    return int(row[0]), str(row[1]), json.loads(row[2]), row[3], str(row[4])
+    return int(row[0]), str(row[1]), str(row[2]), row[3], str(row[4])
 
 
 def finish(store_path: str) -> int:
@@ -206,7 +206,7 @@ def finish(store_path: str) -> int:
     return done
 
 
-def write(store: Store, session_id: str, failure: dict[str, Any], command: str | None, cwd: str) -> None:
+def write(store: Store, session_id: str, failure_json: str, command: str | None, cwd: str) -> None:
     """The automatic record of one queued row, for the project of ``cwd`` as the hook saw it
     (``auto_record.write``, idempotent for a session: see the module's docstring)."""
     from pathlib import Path
@@ -214,6 +214,7 @@ def write(store: Store, session_id: str, failure: dict[str, Any], command: str |
     from . import auto_record, project
     from .store import Resolved
 
+    failure = json.loads(failure_json)
     resolved = Resolved(
         [],
         [],
