@@ -122,7 +122,8 @@ def main() -> None:
                           f"raw {r['raw_p50'] / r['search_p50']:.0f}× slower", "", "", "")  # fmt: skip
     if hook:
         for n, (name, m) in enumerate(hook.items()):
-            target = "" if name.startswith("interpreter") else "≤ 50 ms"
+            # The interpreter is the calibration; a deferred record is written after the hook exited.
+            target = "" if name.startswith("interpreter") or "deferred" in name else "≤ 50 ms"
             table.add_row("hook (process start → exit)" if n == 0 else "", name, f"{m['median']:.1f} ms", "", "",
                           target, mark(m["median"] <= 50 if target else None))  # fmt: skip
     if mcp:

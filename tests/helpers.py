@@ -91,6 +91,37 @@ def run_hook(
     )
 
 
+def settled(jiyi_home: Path, deadline_seconds: float = 30.0) -> None:
+    """Wait until the automatic records a hook queued are written: the detached finisher deletes
+    each queued row once its record is in the store (``jiyi.loop_closing``). Polls the store, and
+    fails when a row is still there at the deadline or was given up on."""
+    import sqlite3
+    import time
+
+    from jiyi.loop_closing import MAX_ATTEMPTS
+
+    store = jiyi_home / "jiyi.db"
+    deadline = time.monotonic() + deadline_seconds
+    rows: list[tuple[Any, ...]] = []
+    while time.monotonic() < deadline:
+        if not store.exists():
+            return
+        db = sqlite3.connect(store, timeout=5)
+        try:
+            rows = db.execute("SELECT id, session_id, attempts FROM auto_record_queue").fetchall()
+        except sqlite3.OperationalError as exc:  # a store from before the queue existed
+            if "no such table" in str(exc):
+                return
+            raise
+        finally:
+            db.close()
+        if not rows:
+            return
+        assert all(attempts < MAX_ATTEMPTS for _, _, attempts in rows), f"given up: {rows}"
+        time.sleep(0.02)
+    raise AssertionError(f"automatic records still queued after {deadline_seconds} s: {rows}")
+
+
 # A repository the replay tests clone: importing the missing module is the failure, adding it the fix.
 CHECK_PY = "import mylib\n\nprint(mylib.VALUE)\n"
 MYLIB_DIFF = (

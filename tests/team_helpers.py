@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,4 +47,4 @@ def serving(app: Any, port: int = 0) -> Iterator[str]:
 
 def machine(tmp_path: Path, name: str, url: str, token: str, **changes: Any) -> Settings:
     """The settings of one machine: a JIYI_HOME of its own and the team server."""
-    return replace(Settings(home=tmp_path / name), team_url=url, team_token=token, **changes)
+    return Settings(home=tmp_path / name, team_url=url, team_token=token, **changes)

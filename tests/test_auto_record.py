@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import auto_record, hook
+from jiyi import auto_record, hook_events
 from jiyi.records import Record
 
-from .helpers import note, run_hook
+from .helpers import note, run_hook, settled
 
 ERROR = "Exit code 1\nld: undefined symbol deflate"
 FAILED = "cc -o app main.o"
@@ -37,6 +37,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any], **extra: str) -> subprocess.CompletedProcess[bytes]:
     done = run_hook(tmp_path, jiyi_home, payload, **extra)
     assert (done.returncode, done.stderr) == (0, b"")
+    settled(jiyi_home)  # a loop-closing success's record is written after the hook returned
     return done
 
 
@@ -256,7 +257,10 @@ def test_writing_the_record_keeps_the_hook_light(tmp_path: Path, jiyi_home: Path
     imported = {line.split("|")[-1].strip() for line in done.splitlines() if "|" in line}
     assert not {name.split(".")[0] for name in imported} & {"click", "rich", "mcp", "pydantic"}
     assert not {"jiyi.ranking", "jiyi.formats", "jiyi.session", "jiyi.memory"} & imported
-    assert "jiyi.auto_record" in imported
+    # The record is the detached finisher's work: the hook itself neither builds nor stores it.
+    assert not {"jiyi.auto_record", "jiyi.writing", "jiyi.signature", "jiyi.sqlite_store"} & imported
+    assert "jiyi.loop_closing" in imported
+    settled(jiyi_home)
     assert _only().origin == "local_auto"
 
 
@@ -283,26 +287,26 @@ def _hook_profiled(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any]) -> 
 
 # -- parsing, in-process -------------------------------------------------------------------
 def test_parse_keeps_the_command_and_the_files_edited() -> None:
-    bash = hook.parse("claude-code", {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+    bash = hook_events.parse("claude-code", {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
                                       "tool_input": {"command": FAILED}, "error": ERROR})  # fmt: skip
     assert bash is not None and bash.call is not None and bash.call.command == FAILED
-    write = hook.parse(
+    write = hook_events.parse(
         "claude-code",
         {"hook_event_name": "PostToolUse", "tool_name": "Write", "tool_input": {"file_path": "/p/a.c"}},
     )
     assert write is not None and write.call is not None and write.call.edited == ("/p/a.c",)
-    notebook = hook.parse(
+    notebook = hook_events.parse(
         "claude-code",
         {"hook_event_name": "PostToolUse", "tool_name": "NotebookEdit", "tool_input": {"notebook_path": "/p/n.ipynb"}},
     )
     assert notebook is not None and notebook.call is not None and notebook.call.edited == ("/p/n.ipynb",)
     patch = "*** Begin Patch\n*** Update File: src/a.c\n@@\n-x\n+y\n*** Add File: src/b.h\n+z\n*** End Patch\n"
-    codex = hook.parse(
+    codex = hook_events.parse(
         "codex",
         {"hook_event_name": "PostToolUse", "tool_name": "apply_patch", "tool_input": {"input": patch}},
     )
     assert codex is not None and codex.call is not None and codex.call.edited == ("src/a.c", "src/b.h")
-    argv = hook.parse(
+    argv = hook_events.parse(
         "codex",
         {
             "hook_event_name": "PostToolUse",
@@ -312,7 +316,7 @@ def test_parse_keeps_the_command_and_the_files_edited() -> None:
         },
     )
     assert argv is not None and argv.call is not None and (argv.call.tool, argv.call.command) == ("bash", FIXED)
-    failed_edit = hook.parse(
+    failed_edit = hook_events.parse(
         "claude-code",
         {"hook_event_name": "PostToolUseFailure", "tool_name": "Edit", "tool_input": {"file_path": "/p/a.c"},
          "error": "String to replace not found"},

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,57 @@ def test_claude_code_session_id_names_the_session(monkeypatch: pytest.MonkeyPatc
     assert config.load().session_id == "cc-123"
     monkeypatch.setenv("JIYI_SESSION_ID", "explicit")
     assert config.load().session_id == "explicit"
+
+
+def test_settings_are_read_only_and_replace_makes_a_changed_copy(jiyi_home: Path) -> None:
+    settings = config.Settings(read_budget=100)
+    with pytest.raises(AttributeError):
+        settings.notes = False  # type: ignore[misc]
+    changed = settings.replace(notes=False, team_url="https://jiyi.example.com", team_token="t")
+    assert (changed.notes, changed.read_budget, changed.team) == (False, 100, True)
+    assert (settings.notes, settings.team) == (True, False)
+    assert settings.home == jiyi_home and changed.home == jiyi_home
+    assert changed.replace(notes=True, team_url=None, team_token=None) == settings
+    assert changed != settings and hash(settings) == hash(config.Settings(read_budget=100))
+    assert repr(settings).startswith(f"Settings(home={jiyi_home!r}, notes=True, read_budget=100,")
+    with pytest.raises(TypeError):
+        settings.replace(budget=1)
+    import copy
+    import pickle
+
+    assert copy.copy(changed) == changed and pickle.loads(pickle.dumps(changed)) == changed
+
+
+def _imported_by_load(tmp_path: Path, config_dir: Path) -> list[str]:
+    """The heavy modules a fresh interpreter has imported after ``config.load()`` (the hook's way)."""
+    code = (
+        "import sys, jiyi.config as c; s = c.load(); print(s.read_budget); "
+        "print(' '.join(m for m in ('tomllib', 'tomli', 'dataclasses', 'typing') if m in sys.modules))"
+    )
+    env = {"PATH": os.environ.get("PATH", ""), "JIYI_HOME": str(tmp_path / "home"), "JIYI_CONFIG_DIR": str(config_dir)}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    budget, modules = done.stdout.split("\n")[:2]
+    return [budget, *modules.split()]
+
+
+def test_toml_is_parsed_only_when_a_file_exists(tmp_path: Path) -> None:
+    # Settings are read on every hook event: without a file, no TOML parser nor dataclasses.
+    assert _imported_by_load(tmp_path, tmp_path / "no-config") == ["20000"]
+    (tmp_path / "config").mkdir()
+    # A flat file, as users write them: read without tomllib (toml_flat).
+    (tmp_path / "config" / "config.toml").write_text("# mine\n[jiyi]\nread_budget = 123\nlocale = 'zh'\n")
+    assert _imported_by_load(tmp_path, tmp_path / "config") == ["123"]
+    # Anything past that subset is tomllib's to read.
+    (tmp_path / "config" / "config.toml").write_text("read_budget = 1_234\n")
+    budget, *modules = _imported_by_load(tmp_path, tmp_path / "config")
+    assert budget == "1234" and {"tomllib", "tomli"} & set(modules)
+    assert "dataclasses" not in modules
+
+
+def test_an_unreadable_settings_file_is_reported(tmp_path: Path) -> None:
+    config.user_config_path().mkdir(parents=True)  # a folder where the file should be
+    with pytest.raises(InvalidArgument) as info:
+        config.load()
+    assert info.value.field == "config"

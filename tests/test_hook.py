@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import hook, hook_quick
+from jiyi import hook, hook_events, hook_quick, tool_results
 
 from .helpers import ZLIB, run_hook
 
@@ -186,7 +186,7 @@ def test_the_hook_imports_neither_click_nor_the_server_stack(tmp_path: Path, jiy
 
 # -- parsing, in-process -------------------------------------------------------------------
 def test_codex_infers_a_failure_from_the_response() -> None:
-    event = hook.parse(
+    event = hook_events.parse(
         "codex",
         {
             "session_id": "c1",
@@ -197,12 +197,14 @@ def test_codex_infers_a_failure_from_the_response() -> None:
             ),
         },
     )
-    assert event is not None and event.call == hook.ToolCall(
+    assert event is not None and event.call == hook_events.ToolCall(
         "bash", False, "exit code 101\nerror[E0425]: cannot find value `x`"
     )
-    ok = hook.parse("codex", {"hook_event_name": "PostToolUse", "tool_name": "shell", "tool_response": "Exit code: 0"})
+    ok = hook_events.parse(
+        "codex", {"hook_event_name": "PostToolUse", "tool_name": "shell", "tool_response": "Exit code: 0"}
+    )
     assert ok is not None and ok.call is not None and ok.call.ok
-    failed = hook.parse(
+    failed = hook_events.parse(
         "codex", {"hook_event_name": "PostToolUse", "tool_name": "shell", "tool_response": "Exit code: 2"}
     )
     assert failed is not None and failed.call is not None and not failed.call.ok
@@ -215,26 +217,26 @@ def test_gemini_reads_tool_response_error() -> None:
         "tool_name": "run_shell_command",
         "tool_response": {"llmContent": "", "returnDisplay": "", "error": {"message": "Command exited with code 1"}},
     }
-    event = hook.parse("gemini", payload)
-    assert event is not None and event.call == hook.ToolCall("bash", False, "Command exited with code 1")
+    event = hook_events.parse("gemini", payload)
+    assert event is not None and event.call == hook_events.ToolCall("bash", False, "Command exited with code 1")
     payload["tool_response"] = {"llmContent": "done", "returnDisplay": "done", "error": None}
-    event = hook.parse("gemini", payload)
-    assert event is not None and event.call == hook.ToolCall("bash", True, None)
+    event = hook_events.parse("gemini", payload)
+    assert event is not None and event.call == hook_events.ToolCall("bash", True, None)
 
 
 def test_an_interrupted_bash_call_is_a_failure() -> None:
     response = {"stdout": "", "stderr": "", "interrupted": True}
-    event = hook.parse(
+    event = hook_events.parse(
         "claude-code", {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_response": response}
     )
-    assert event is not None and event.call == hook.ToolCall("bash", False, "interrupted")
+    assert event is not None and event.call == hook_events.ToolCall("bash", False, "interrupted")
 
 
 def test_long_errors_are_capped_and_secrets_redacted() -> None:
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     text = "Exit code 1\n" + "compiling …\n" * 5000 + f"fatal: https://x:{token}@github.com/a/b.git\nld: failed"
-    cleaned = hook.clean_error(text)
-    assert cleaned is not None and len(cleaned) <= hook.MAX_ERROR
+    cleaned = tool_results.clean_error(text)
+    assert cleaned is not None and len(cleaned) <= tool_results.MAX_ERROR
     assert cleaned.startswith("Exit code 1\n…\n") and cleaned.endswith("ld: failed")
     assert token not in cleaned
 
@@ -295,6 +297,8 @@ def test_codex_and_gemini_get_the_recall_line_in_the_shape_they_read(
         {"JIYI_SESSION_ID": "named", "JIYI_BUSY_TIMEOUT_MS": "700"},
         {"CLAUDE_CODE_SESSION_ID": "cc-1"},
         {"JIYI_HOME": "~/elsewhere"},
+        {"JIYI_AUTO_RECORDS": "Off"},
+        {"JIYI_AUTO_RECORDS": "yes"},
     ],
 )
 def test_quick_settings_agree_with_config(
@@ -311,7 +315,8 @@ def test_quick_settings_agree_with_config(
     environ = dict(os.environ)
     quick = hook_quick.quick_settings(str(project), environ)
     settings = config.load(None, environ)
-    assert quick == (str(settings.store_path), settings.session_id, min(settings.busy_timeout_ms, 2000))
+    expected = (str(settings.store_path), settings.session_id, min(settings.busy_timeout_ms, 2000))
+    assert quick == (*expected, settings.auto_records)
 
 
 def test_quick_settings_leave_settings_files_to_config(tmp_path: Path, project: Path) -> None:
@@ -326,6 +331,11 @@ def test_quick_settings_leave_settings_files_to_config(tmp_path: Path, project: 
     assert hook_quick.quick_settings(str(project), environ) is None
     environ["JIYI_BUSY_TIMEOUT_MS"] = "soon"
     assert hook_quick.quick_settings(str(project), environ) is None
+    (tmp_path / "jiyi-config" / "config.toml").unlink()
+    environ["JIYI_BUSY_TIMEOUT_MS"] = "700"
+    assert hook_quick.quick_settings(str(project), environ) is not None
+    environ["JIYI_AUTO_RECORDS"] = "maybe"
+    assert hook_quick.quick_settings(str(project), environ) is None  # config.load reports it
 
 
 def _session_row(jiyi_home: Path, session_id: str) -> tuple[Any, ...]:
@@ -353,19 +363,21 @@ def test_the_quick_path_records_what_the_store_records(tmp_path: Path, jiyi_home
             "bash", ok=False, error=failure["error"], command=failure["tool_input"]["command"]
         )
     _hook(tmp_path, jiyi_home, {**failure, "session_id": "by-hook"})  # creates the session: the full way
-    event = hook.parse("claude-code", {**failure, "session_id": "by-hook"})
+    event = hook_events.parse("claude-code", {**failure, "session_id": "by-hook"})
     assert event is not None
     assert hook_quick.apply(event, dict(os.environ), recall_to=True) == (True, None)  # applied the quick way
-    read = hook.parse("claude-code", _event("PostToolUse", project, tool_name="Read", session_id="by-hook"))
+    read = hook_events.parse("claude-code", _event("PostToolUse", project, tool_name="Read", session_id="by-hook"))
     assert read is not None and hook_quick.apply(read, dict(os.environ), recall_to=True) == (True, None)
-    fixed = hook.parse("claude-code", _event("PostToolUse", project, tool_name="Bash", session_id="by-hook"))
-    assert fixed is not None and hook_quick.apply(fixed, dict(os.environ), recall_to=True) == (
-        False,
-        None,
-    )  # the store's
     assert (jiyi_home / "cache").is_dir()  # the compiled patterns were kept
     assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store")
     assert "[REDACTED:github-token]" in str(_session_row(jiyi_home, "by-hook")[3])
+    # Closing the loop, the quick way too (the same command: no automatic record is queued).
+    fixed = _event("PostToolUse", project, tool_name="Bash", session_id="by-hook", tool_input=failure["tool_input"])
+    closing = hook_events.parse("claude-code", fixed)
+    assert closing is not None and hook_quick.apply(closing, dict(os.environ), recall_to=True) == (True, None)
+    with jiyi.Memory() as memory:
+        memory.session(session_id="by-store").observe_tool_result("bash", ok=True, command=closing.call.command)  # type: ignore[union-attr]
+    assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store") == (None,) * 4 + ("成功",)
 
 
 def test_compiled_patterns_from_the_cache_are_the_patterns(tmp_path: Path) -> None:
@@ -401,7 +413,7 @@ def test_edits_while_a_failure_is_pending_are_kept_the_same_quick_or_full(
     names = [str(project / "Makefile"), "main.c", str(tmp_path / "elsewhere.h"), str(project)]
     environ = dict(os.environ)
     for session_id, quick in (("full", False), ("quick", True)):
-        failure = hook.parse(
+        failure = hook_events.parse(
             "claude-code",
             {
                 **_event("PostToolUseFailure", project / "src", tool_name="Bash", error="ld: undefined symbol deflate"),
@@ -411,7 +423,7 @@ def test_edits_while_a_failure_is_pending_are_kept_the_same_quick_or_full(
         assert failure is not None
         hook._full(failure, environ, recall_to=False)
         for name in names:
-            edit = hook.parse(
+            edit = hook_events.parse(
                 "claude-code",
                 {
                     **_event(
@@ -446,7 +458,7 @@ def test_with_a_settings_file_the_quick_path_reads_it_through_config(
     user_file.write_text("busy_timeout_ms = 800\nauto_records = false\n")
     assert _hook(tmp_path, jiyi_home, _event("SessionStart", project)).returncode == 0
     assert hook_quick.quick_settings(str(project), dict(os.environ)) is None  # not without config
-    read = hook.parse("claude-code", _event("PostToolUse", project, tool_name="Read", tool_response={}))
+    read = hook_events.parse("claude-code", _event("PostToolUse", project, tool_name="Read", tool_response={}))
     assert read is not None and hook_quick.apply(read, dict(os.environ), recall_to=True) == (True, None)
     user_file.write_text("read_budget = -3\n")  # config.load's to report: the full way
     assert hook_quick.apply(read, dict(os.environ), recall_to=True) == (False, None)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import hook
+from jiyi import tool_results
 
-from .helpers import ZLIB, note, run_hook
+from .helpers import ZLIB, note, run_hook, settled
 
 SESSION = "5f0c1d2e-loop-4a8b-replay"
 ERROR = "Exit code 1\nld: undefined symbol deflate"
@@ -41,6 +41,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[bytes]:
     done = run_hook(tmp_path, jiyi_home, payload)
     assert (done.returncode, done.stderr) == (0, b"")
+    settled(jiyi_home)  # a loop-closing success's record is written after the hook returned
     return done
 
 
@@ -200,16 +201,18 @@ def test_recall_skips_wrong_foreign_and_own_records(jiyi_home: Path, project: Pa
     older = _older_zlib_record()
     with jiyi.Memory() as memory:
         store = memory.store
-        signatures = hook.record_tool_result(store, SESSION, "bash", ok=False, error="ld: undefined symbol deflate")
+        signatures = tool_results.record_tool_result(
+            store, SESSION, "bash", ok=False, error="ld: undefined symbol deflate"
+        )
         assert signatures
         key = memory.session(session_id=SESSION).project.key
-        assert hook.recall(store, SESSION, "another-project", signatures) is None  # project scope
+        assert tool_results.recall(store, SESSION, "another-project", signatures) is None  # project scope
         mine = memory.session(session_id=SESSION).note(**note(title="Mine", what="ld: undefined symbol deflate"))
         memory.session(session_id="judge").note(
             **note(title="That was wrong", type="decision", what="not this"),
             relates_to=[{"record_ref": older, "relation": "wrong"}],
         )
-        assert hook.recall(store, SESSION, key, signatures) is None  # the older is wrong, mine is mine
-        other = hook.recall(store, "fresh", key, signatures)  # another session: mine is not its own
+        assert tool_results.recall(store, SESSION, key, signatures) is None  # the older is wrong, mine is mine
+        other = tool_results.recall(store, "fresh", key, signatures)  # another session: mine is not its own
         assert other is not None and other.hex == mine.record.hex
-        assert hook.recall(store, "fresh", key, signatures) is None  # once per record per session
+        assert tool_results.recall(store, "fresh", key, signatures) is None  # once per record per session

@@ -24,7 +24,7 @@ from mcp_types import TextContent
 import jiyi
 from jiyi.sqlite_store import SQLiteStore
 
-from .helpers import run_hook
+from .helpers import run_hook, settled
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3x9vT2Lk"
 GITHUB_TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
@@ -89,6 +89,7 @@ def _bash_failure(session: str, project: Path, n: int) -> dict[str, Any]:
 def _hook(tmp_path: Path, jiyi_home: Path, payload: dict[str, Any]) -> str:
     done = run_hook(tmp_path, jiyi_home, payload)
     assert done.returncode == 0 and done.stderr == b"", done
+    settled(jiyi_home)  # a loop-closing success's record is written after the hook returned
     return done.stdout.decode()
 
 

@@ -21,7 +21,7 @@ import pytest
 import jiyi
 from jiyi.redact import redact
 
-from .helpers import hook_env, run_hook
+from .helpers import hook_env, run_hook, settled
 
 # (label, the line it turns up in, the secret: fake values in each provider's real format)
 PEM_RSA = (
@@ -174,6 +174,7 @@ def test_no_secret_reaches_the_store_or_the_export(tmp_path: Path, jiyi_home: Pa
     def hook(payload: dict[str, Any], agent: str = "claude-code") -> None:
         done = run_hook(tmp_path, jiyi_home, {"cwd": str(project), **payload}, agent=agent)
         assert done.returncode == 0 and done.stderr == b"", done
+        settled(jiyi_home)  # the automatic record is written after the hook returned
 
     hook({"hook_event_name": "SessionStart", "session_id": "c1", "source": "startup"})
     hook(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import hook, session_link
+from jiyi import hook, hook_events, session_link
 from jiyi.mcp_server import build
 
 from .helpers import ZLIB, run_hook
@@ -31,7 +31,7 @@ def _failure(session_id: str, project: Path) -> dict[str, Any]:
 
 
 def _hook(payload: dict[str, Any]) -> None:
-    event = hook.parse("claude-code", payload)
+    event = hook_events.parse("claude-code", payload)
     assert event is not None
     hook.report(event)
 

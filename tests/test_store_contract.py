@@ -297,6 +297,30 @@ def test_session_state_and_read_budget(store: Store) -> None:
     assert store.session("s1").notes == [record.hex]  # type: ignore[union-attr]
 
 
+def test_live_session_is_the_latest_named_session_of_the_project(store: Store) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from jiyi import session_link
+
+    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    assert session_link.live_session(store, "p") is None
+    store.touch_session("hook-a", "p", "p")
+    store.touch_session("jiyi-" + "0" * 32, "p", "p")  # a server's own session: never adopted
+    store.touch_session("hook-other", "q", "q")
+    assert session_link.live_session(store, "p") == "hook-a"
+    store.touch_session("hook-b", "p", "p")
+    assert session_link.live_session(store, "p") == "hook-b"
+    store.touch_session("hook-a", "p", "p")  # seen again: the latest wins
+    assert session_link.live_session(store, "p") == "hook-a"
+    assert session_link.live_session(store, "q") == "hook-other"
+    assert session_link.live_session(store, "r") is None
+    # Seen more than LIVE_MINUTES before ``at``: too old to link.
+    later = before + timedelta(minutes=session_link.LIVE_MINUTES + 1)
+    assert session_link.live_session(store, "p", at=later) is None
+    # The prefix names whose sessions are left out.
+    assert store.live_session("p", before.isoformat(timespec="microseconds"), "hook-") == "jiyi-" + "0" * 32
+
+
 def test_failure_then_success_closes_the_loop(store: Store) -> None:
     store.touch_session("s1", "p", "p")
     read = put(store, made("read before"))

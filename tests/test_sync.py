@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +236,7 @@ def test_team_push_global_keeps_project_notes_home_and_none_sends_nothing(
         assert sync.run(store, client, settings).pushed.sent == 0  # type: ignore[union-attr]
         assert (outbox.status(store, "none").pending, outbox.status(store, "none").held) == (0, 2)
         assert server_rows(db) == []
-        sync.run(store, client, replace(settings, team_push="global"))
+        sync.run(store, client, settings.replace(team_push="global"))
         assert [r[0] for r in server_rows(db)] == [shared.hex]
         state = outbox.status(store, "global")
         assert (state.pending, state.held) == (0, 1)

@@ -9,7 +9,8 @@ changed; a changed command is its ``command`` fix. Its topic comes from the fail
 source; fixed another way, it becomes the record's next revision. ``Settings.auto_records``
 (``JIYI_AUTO_RECORDS``) turns them off.
 
-Runs in the hook: no ranking, no similarity search.
+Runs after a hook (its detached finisher, ``loop_closing``) or in ``Session.observe_tool_result``
+(``jiyi run``): no ranking, no similarity search.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .hook import clean_command as clean_command  # also for session.py
 from .records import Fix, Record, new_hex, now
 from .redact import redact
+from .tool_results import clean_command
 
 if TYPE_CHECKING:
     from .project import Project

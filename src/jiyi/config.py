@@ -8,17 +8,17 @@ No file is needed for the defaults. The user file is ``config.toml`` in the plat
 from __future__ import annotations
 
 import os
-import sys
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
 from .errors import InvalidArgument
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+# The hook reads the settings on every tool call (SPEC §8: ≤ 50 ms an event): dataclasses (with
+# inspect), typing and tomllib cost it ~12 ms together (`python -X importtime`), so Settings is a
+# plain class, TOML is parsed only when a file exists, and a flat file without tomllib
+# (``toml_flat``). mypy reads this name as typing's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROJECT_FILE = ".jiyi.toml"
 LOCALES = ("zh", "en")
@@ -26,22 +26,95 @@ TEAM_PUSH = ("all", "global", "none")  # which of this machine's notes go to the
 # Only the user's file and the environment may name a team server and its token: a project file
 # comes with the repository, and one naming its own server would receive the user's token and notes.
 _USER_ONLY = ("team_url", "team_token")
+# Each setting and how a value from a file or the environment is read.
+_KINDS = {
+    "home": "Path",
+    "notes": "bool",
+    "read_budget": "int",
+    "session_id": "str",
+    "locale": "str",
+    "busy_timeout_ms": "int",
+    "auto_records": "bool",
+    "team_url": "str",
+    "team_token": "str",
+    "team_push": "str",
+}
 
 
-@dataclass(frozen=True)
 class Settings:
-    home: Path = field(default_factory=lambda: default_home())
-    notes: bool = True
-    read_budget: int = 20000
-    session_id: str | None = None
-    locale: str = "zh"
-    # Milliseconds a writer waits for another process's lock before the store reports
-    # E_UNAVAILABLE; long enough for a burst of concurrent notes, short enough for a hook.
-    busy_timeout_ms: int = 5000
-    auto_records: bool = True
-    team_url: str | None = None  # e.g. https://jiyi.example.com (docs/team-protocol.md)
-    team_token: str | None = None
-    team_push: str = "all"
+    """The settings in force; read-only, a changed copy comes from :meth:`replace`."""
+
+    __slots__ = tuple(_KINDS)
+    home: Path
+    notes: bool
+    read_budget: int
+    session_id: str | None
+    locale: str
+    busy_timeout_ms: int
+    auto_records: bool
+    team_url: str | None
+    team_token: str | None
+    team_push: str
+
+    def __init__(
+        self,
+        home: Path | None = None,  # None: the default (JIYI_HOME, else the platform's data folder)
+        notes: bool = True,
+        read_budget: int = 20000,
+        session_id: str | None = None,
+        locale: str = "zh",
+        # Milliseconds a writer waits for another process's lock before the store reports
+        # E_UNAVAILABLE; long enough for a burst of concurrent notes, short enough for a hook.
+        busy_timeout_ms: int = 5000,
+        auto_records: bool = True,
+        team_url: str | None = None,  # e.g. https://jiyi.example.com (docs/team-protocol.md)
+        team_token: str | None = None,
+        team_push: str = "all",
+    ) -> None:
+        values = (
+            default_home() if home is None else home,
+            notes,
+            read_budget,
+            session_id,
+            locale,
+            busy_timeout_ms,
+            auto_records,
+            team_url,
+            team_token,
+            team_push,
+        )
+        for name, value in zip(self.__slots__, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Settings are read-only: use replace({name}=...)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Settings are read-only")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+    def __reduce__(self) -> tuple[type[Settings], tuple[Any, ...]]:
+        # copy and pickle rebuild through __init__ (the slots are read-only); the order of the
+        # slots is the order of __init__'s parameters.
+        return Settings, self._values()
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (setting names as keywords)."""
+        unknown = set(changes) - set(self.__slots__)
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        return Settings(**{name: changes.get(name, getattr(self, name)) for name in self.__slots__})
 
     @property
     def team(self) -> bool:
@@ -80,8 +153,7 @@ _BOOL_FALSE = {"0", "false", "no", "off"}
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:
-    kinds = {f.name: f.type for f in fields(Settings)}
-    kind = kinds[name]
+    kind = _KINDS[name]
     try:
         if kind == "bool":
             if isinstance(value, bool):
@@ -111,19 +183,33 @@ def _coerce(name: str, value: Any, source: str) -> Any:
 
 
 def _from_mapping(settings: Settings, data: dict[str, Any], source: str) -> Settings:
-    known = {f.name for f in fields(Settings)}
-    updates = {k: _coerce(k, v, source) for k, v in data.items() if k in known}
-    return replace(settings, **updates)
+    updates = {k: _coerce(k, v, source) for k, v in data.items() if k in _KINDS}
+    return settings.replace(**updates) if updates else settings
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
-            data = tomllib.load(fh)
+            raw = fh.read()
     except FileNotFoundError:
-        return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return {}  # the common case: no file, and no TOML parser is imported
+    except OSError as exc:
         raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
+    from .toml_flat import parse
+
+    text = raw.decode()  # as tomllib.load does: not UTF-8 is an error of its own
+    data = parse(text)  # the flat files users write, without tomllib's ~8 ms of imports
+    if data is None:
+        import sys
+
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - exercised on 3.10 only
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
     # Both a flat file and a [jiyi] table are accepted; the table wins.
     table = data.get("jiyi")
     return dict(table) if isinstance(table, dict) else data

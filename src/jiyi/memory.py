@@ -30,9 +30,7 @@ class Memory:
         if settings is None:
             settings = config.load(project.find_root(self.cwd.resolve()))
         if home is not None:
-            from dataclasses import replace
-
-            settings = replace(settings, home=Path(home))
+            settings = settings.replace(home=Path(home))
         self.settings = settings
         self._store = store
         self._lock = threading.Lock()

@@ -262,6 +262,29 @@ def m006_team_sync(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m007_auto_record_queue(db: sqlite3.Connection) -> None:
+    # The hook's quick path closes a loop and queues its automatic record here, in one transaction;
+    # a detached finisher writes the record and deletes the row (loop_closing.py). ``failure`` is
+    # the resolved failure as JSON (tool, error, signatures, command, noted, edited), redacted as
+    # the session kept it; ``command`` the succeeding call's, redacted; ``attempts`` counts the
+    # finishers that took the row, so one that always fails is given up on.
+    _run(
+        db,
+        """
+        CREATE TABLE auto_record_queue (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            failure TEXT NOT NULL,
+            command TEXT,
+            cwd TEXT NOT NULL,
+            queued TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    )
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

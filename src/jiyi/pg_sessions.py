@@ -30,6 +30,21 @@ class PgSessions:
                 (self.team, session_id, project_key, project, stamp, stamp),
             )
 
+    def live_session(self, project_key: str, since: str, own_prefix: str) -> str | None:
+        # Meaningful here too: ``Memory(store=PgStore(...))`` runs sessions on the team database,
+        # and an MCP server without an id links to its project's hook session the same way
+        # (``session_link``). last_seen is the same ISO text as SQLite's, so it compares as text.
+        # No index on (team_id, project_key, last_seen): the team server keeps no sessions of its
+        # own, so a team's rows are the few of in-process use, and the primary key bounds the scan.
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT id FROM sessions WHERE team_id = %s AND project_key = %s AND last_seen >= %s "
+                "AND left(id, %s) <> %s ORDER BY last_seen DESC LIMIT 1",
+                (self.team, project_key, since, len(own_prefix), own_prefix),
+            )
+            row = cur.fetchone()
+            return str(row[0]) if row else None
+
     def session(self, session_id: str) -> SessionState | None:
         with self.db.cursor() as cur:
             cur.execute(

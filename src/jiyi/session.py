@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from . import formats, validation
-from .auto_record import clean_command
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
 from .project import Project, checkout_point
 from .ranking import Hit, Query, rank
@@ -18,6 +17,7 @@ from .records import NoteInput, Record, Reproduction, new_hex, now
 from .redact import redact
 from .session_link import OWN_PREFIX, live_session, own_id
 from .signature import analyze
+from .tool_results import clean_command
 from .writing import as_revision, save
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ class Session:
         and an evident fix — ``command`` differs from the one that failed, or files were
         ``edited`` in between — an automatic record is written); any other success is recorded as
         the session's activity and leaves the last failure in place."""
-        from .hook import record_tool_result
+        from .tool_results import record_tool_result
 
         record_tool_result(
             self._store(),

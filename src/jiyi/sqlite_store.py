@@ -679,66 +679,30 @@ class SQLiteStore(Store):
             )
 
     def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
-        sql = "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command FROM sessions WHERE id = ?"
+        from .loop_closing import resolve_in  # the statements, shared with the hook's quick path
 
-        def pending(db: sqlite3.Connection) -> tuple[Any, ...] | None:
-            row = db.execute(sql, (session_id,)).fetchone()
-            if row is None or row[2] is None or (row[0] or "").lower() != tool.lower():
-                return None
-            return tuple(row)
+        def pending(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT last_tool, last_failure_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            return row is not None and row[1] is not None and (row[0] or "").lower() == tool.lower()
 
         # Most successes follow no failure: a read settles them without taking the write lock.
-        if self._guard(pending) is None:
+        if not self._guard(pending):
             return None
         with self._write() as db:
-            row = pending(db)
-            if row is None:
-                return None
-            failed_tool, error, since, stored, command = row
-            if stored is not None:
-                signatures = list(json.loads(stored))
-            else:  # a failure recorded before the signatures were kept
-                from .signature import analyze
-
-                signatures = list(analyze(error or "").signatures)
-            since_sql = "SELECT hex FROM {} WHERE session_id = ? AND COALESCE(last_at, at) >= ? ORDER BY at"
-            used = [r[0] for r in db.execute(since_sql.format("session_reads"), (session_id, since))]
-            db.executemany("UPDATE records SET used_success = used_success + 1 WHERE hex = ?", [(h,) for h in used])
-            notes = [r[0] for r in db.execute(since_sql.format("session_notes"), (session_id, since))]
-            confirmed: list[str] = []
-            if notes and signatures:
-                matching = db.execute(
-                    f"SELECT DISTINCT r.hex FROM records r JOIN signatures s ON s.hex = r.hex "
-                    f"WHERE r.hex IN ({','.join('?' * len(notes))}) AND s.sig IN ({','.join('?' * len(signatures))}) "
-                    "AND r.forgotten = 0 AND r.origin NOT IN ('local_auto', 'team_verified', 'human')",
-                    [*notes, *signatures],
-                )
-                found = {r[0] for r in matching}
-                confirmed = [h for h in notes if h in found]
-                db.executemany("UPDATE records SET origin = 'local_auto' WHERE hex = ?", [(h,) for h in confirmed])
-            edited = [
-                r[0]
-                for r in db.execute(
-                    "SELECT path FROM session_edits WHERE session_id = ? AND at >= ? ORDER BY at, path",
-                    (session_id, since),
-                )
-            ]
-            db.execute("DELETE FROM session_edits WHERE session_id = ?", (session_id,))
-            db.execute(
-                "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
-                "last_signatures = NULL, last_command = NULL, outcome = '成功' WHERE id = ?",
-                (session_id,),
-            )
-            return Resolved(
-                used,
-                confirmed,
-                tool=failed_tool or tool,
-                error=error or "",
-                signatures=tuple(signatures),
-                command=command,
-                noted=tuple(notes),
-                edited=tuple(edited),
-            )
+            found = resolve_in(db, session_id, tool)
+        if found is None:
+            return None
+        used, confirmed, failed_tool, error, signatures, command, notes, edited = found
+        return Resolved(
+            used,
+            confirmed,
+            tool=failed_tool,
+            error=error,
+            signatures=signatures,
+            command=command,
+            noted=notes,
+            edited=edited,
+        )
 
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
         wanted = list(dict.fromkeys(hexids))

@@ -16,7 +16,8 @@ from typing import IO
 
 import click
 
-from ..hook import AGENTS, MAX_ERROR
+from ..hook_events import AGENTS
+from ..tool_results import MAX_ERROR
 
 
 @click.command("hook")
