@@ -9,6 +9,7 @@ its own text, and SPEC §2 wants ours (``参数无效：…`` / ``错误码：�
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from mcp.server import MCPServer
@@ -145,6 +146,9 @@ class JiyiServer(MCPServer[Any]):
     def __init__(self, session: Session) -> None:
         self.session = session
         self.notes_enabled = session.settings.notes
+        # The team syncs this server started and that may still run: a caller (a test, a clean
+        # shutdown) can join them instead of polling the store.
+        self.team_syncs: list[threading.Thread] = []
 
         # The SDK builds its argument model from these signatures: every parameter optional and
         # Any, so what arrives is checked by validation.py alone, with our error text.
@@ -189,9 +193,21 @@ class JiyiServer(MCPServer[Any]):
         except Exception:  # a bug must not take the server down or leak a traceback to the agent
             log.exception("%s failed", name)
             return _result(Unavailable().text(), True)
-        if name == "memory_note" and not result.is_error and self.session.settings.team:
-            _team_sync(self.session, pull_too=False)
+        if name == "memory_note" and not result.is_error:
+            self.team_sync(pull_too=False)
         return _result(result.text, result.is_error)
+
+    def team_sync(self, *, pull_too: bool = True) -> None:
+        """Team memory (docs/team-protocol.md): push (and pull) in a daemon thread; a tool call
+        never waits for the network. Nothing without a team."""
+        if not self.session.settings.team:
+            return
+        from . import sync
+
+        thread = sync.in_background(self.session.settings, pull_too=pull_too)
+        self.team_syncs = [t for t in self.team_syncs if t.is_alive()]
+        if thread is not None:
+            self.team_syncs.append(thread)
 
     async def list_tools(self) -> list[MCPTool]:
         tools = await super().list_tools()
@@ -200,22 +216,14 @@ class JiyiServer(MCPServer[Any]):
         return [t for t in tools if self.notes_enabled or t.name != "memory_note"]
 
 
-def _team_sync(session: Session, *, pull_too: bool = True) -> None:
-    """Team memory (docs/team-protocol.md): push (and pull) in a daemon thread; a tool call never
-    waits for the network."""
-    from . import sync
-
-    sync.in_background(session.settings, pull_too=pull_too)
-
-
 def build(memory: Memory | None = None, session: Session | None = None) -> JiyiServer:
     """The server of ``session``; with a team configured, a sync with it starts in the background."""
     if session is None:
         session = (memory or Memory()).session()
         session.link_to_hooks()  # without a session id, meet the hooks as session_link says
-    if session.settings.team:
-        _team_sync(session)
-    return JiyiServer(session)
+    server = JiyiServer(session)
+    server.team_sync()
+    return server
 
 
 def serve() -> None:
