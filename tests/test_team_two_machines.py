@@ -166,6 +166,53 @@ def test_revisions_and_marks_on_one_machine_reach_the_other(db: PgDatabase, url:
         assert f"状态：已被 rr_{mine.hex} 标记为过时" in ma.session(project="zlib-port").read_text(f"lr_{first.hex}")
 
 
+def server_origin(db: PgDatabase, hexid: str, team: str = "alpha") -> str:
+    with db.cursor() as cur:
+        cur.execute("SELECT origin FROM records WHERE team_id = %s AND hex = %s", (db.team_id(team), hexid))
+        row = cur.fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_a_note_confirmed_later_without_a_new_revision_reaches_the_team_as_local_auto(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
+    b = machine(tmp_path, "b", url, db.create_token("alpha", "bob"))
+    with Memory(settings=a) as ma, Memory(settings=b) as mb:
+        agent = ma.session(project="zlib-port", session_id="s1")
+        agent.observe_tool_result("Bash", ok=False, error=YAML_ERROR)
+        written = agent.note(**YAML).record
+        synced(ma)
+        synced(mb)
+        assert server_origin(db, written.hex) == "note"
+        # The same tool succeeds: the note becomes 本机自动确认 with no new revision.
+        agent.observe_tool_result("Bash", ok=True)
+        own = store_of(ma).get(written.hex)
+        assert own is not None and (own.origin, own.revision) == ("local_auto", 1)
+        assert outbox.status(store_of(ma)).pending == 1
+        report = synced(ma).pushed
+        assert report is not None and report.accepted == 1
+        assert server_origin(db, written.hex) == "local_auto"
+        assert outbox.status(store_of(ma)).pending == 0
+        # B sees the change on its next pull; the line it gets says local_auto.
+        assert synced(mb).pulled.updated == 1  # type: ignore[union-attr]
+        with TeamClient.from_settings(b) as client:
+            lines = client.changes(0, 10)["records"]
+        assert [(r["hex"], r["origin"], r["revision"]) for r in lines] == [(written.hex, "local_auto", 1)]
+        # A push of the older state (a retry that crossed the change) does not take it back.
+        stale = transfer.record_to_json(store_of(ma), own)
+        stale["origin"] = "note"
+        with TeamClient.from_settings(a) as client:
+            assert client.push("m", [stale])["unchanged"] == [written.hex]
+        assert server_origin(db, written.hex) == "local_auto"
+        # And no member can claim a replay verdict for itself.
+        forged = {**stale, "origin": "team_verified"}
+        with TeamClient.from_settings(b) as client:
+            client.push("m", [forged])
+        assert server_origin(db, written.hex) == "local_auto"
+
+
 def test_team_push_global_keeps_project_notes_on_the_machine(db: PgDatabase, url: str, tmp_path: Path) -> None:
     a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"), team_push="global")
     b = machine(tmp_path, "b", url, db.create_token("alpha", "bob"))

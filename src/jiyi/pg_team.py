@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .pg_store import PgStore
 
 _HEX = re.compile(r"[0-9a-f]{32}")
+# The origins a machine gives its own records, in the order confirmation raises them (SPEC §5: a
+# note becomes local_auto when its failure goes away). team / team_verified are the server's word.
+_CONFIRMATION = {"note": 0, "local_auto": 1, "human": 2}
 
 
 def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
@@ -74,7 +77,16 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
             record.verification = Verification.from_dict(row[2]) if row and row[2] else None
             if row and row[1] == "team_verified":
                 record.origin = "team_verified"
+            elif record.origin not in _CONFIRMATION:  # a member cannot claim a replay verdict
+                record.origin = str(row[1]) if row else "note"
             store.put(cur, record, derived)
+            changed = True
+        elif _CONFIRMATION.get(record.origin, -1) > _CONFIRMATION.get(str(row[1]), 99):
+            # Confirmed since, with no new revision (note -> local_auto): only upwards, so a retried
+            # older push that crosses the change does not take it back.
+            cur.execute(
+                "UPDATE records SET origin = %s WHERE team_id = %s AND hex = %s", (record.origin, team, record.hex)
+            )
             changed = True
         if changed:
             # After the row is written: a concurrent first push of the record has committed by then,
