@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from jiyi import config, outbox, sync, transfer
+from jiyi import config, outbox, sync, team_forget, transfer
 from jiyi.cli import main
 from jiyi.config import Settings
 from jiyi.errors import InvalidArgument, Unavailable
@@ -90,6 +90,35 @@ def test_nothing_queues_until_syncing_is_on_then_every_write_path_queues_one_row
         assert other.hex not in {h for h, _ in rows(store)}
         state = outbox.status(store)
         assert (state.pending, state.syncing, len(state.machine)) == (2, True, 32)
+
+
+def forgets(store: SQLiteStore) -> list[tuple[str, int]]:
+    with store.transaction() as db:
+        return [(str(h), int(p)) for h, p in db.execute("SELECT hex, purge FROM outbox_forget ORDER BY hex")]
+
+
+def test_forgets_and_purges_of_this_machines_records_queue_once_syncing_is_on(tmp_path: Path) -> None:
+    with Memory(tmp_path / "a") as memory:
+        session = memory.session(project="zlib-port")
+        early = session.note(**YAML).record
+        store = memory.store
+        assert isinstance(store, SQLiteStore)
+        store.forget(early.hex)  # never synced: the team has nothing of it
+        assert forgets(store) == []
+        outbox.enable(store)
+        soft, hard = (session.note(**note(scope="global", title=t, what=f"error {t}")).record for t in ("s", "h"))
+        store.forget(soft.hex)
+        store.forget(hard.hex)
+        store.purge(hard.hex)  # forgotten, then purged: one row, a purge
+        store.forget(soft.hex)  # again: nothing more
+        assert forgets(store) == sorted([(soft.hex, 0), (hard.hex, 1)])
+        assert team_forget.pending(store) == 2
+        # Without a server they stay queued, and the sync says so.
+        from jiyi.team_client import TeamClient
+
+        with pytest.raises(Unavailable), TeamClient(dead_url(), "jiyi_x") as client:
+            outbox.push(store, client)
+        assert team_forget.pending(store) == 2 and outbox.status(store).last_error
 
 
 def test_a_server_that_does_not_answer_keeps_everything_queued_and_backs_off(tmp_path: Path) -> None:

@@ -315,3 +315,79 @@ def test_status_and_sync_commands_on_a_synced_machine(
     assert (data["pending"], data["last_error"], data["team_url"]) == (0, None, url)
     assert data["last_push"] and data["last_pull"]
     assert runner.invoke(main, ["team", "sync", "--push-only", "--pull-only"]).exit_code == 2
+
+
+def test_a_forget_leaves_the_team_and_a_purge_erases_the_text_everywhere(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
+    b = machine(tmp_path, "b", url, db.create_token("alpha", "bob"))
+    leaked = "ld: cannot open libz.so: see builder LEAKEDMARKER42 log"
+    with Memory(settings=a) as ma, Memory(settings=b) as mb:
+        session = ma.session(project="zlib-port")
+        soft = session.note(**YAML).record
+        hard = session.note(**note(scope="global", title="Link zlib LEAKEDMARKER42", what=leaked)).record
+        synced(ma)
+        assert synced(mb).pulled.new == 2  # type: ignore[union-attr]
+        assert mb.session().search_text(YAML_ERROR).startswith(f"1. [rr_{soft.hex}]")
+        # A forgets one: the team forgets it, and B's copy leaves B's search on B's next pull.
+        assert store_of(ma).forget(soft.hex)
+        assert synced(ma).pushed.forgotten == 1  # type: ignore[union-attr]
+        assert synced(mb).pulled.forgotten == 1  # type: ignore[union-attr]
+        assert mb.session().search_text(YAML_ERROR) == "no matching memory"
+        assert store_of(mb).get(soft.hex, include_forgotten=True) is None
+        # B counts a use of the other one (queued in B's outbox), then A purges it.
+        store_of(mb).add_evidence(hard.hex, used_success=1)
+        assert store_of(ma).purge(hard.hex)
+        assert synced(ma).pushed.forgotten == 1  # type: ignore[union-attr]
+        with db.cursor() as cur:
+            cur.execute("SELECT count(*) FROM revisions WHERE hex = %s", (hard.hex,))
+            assert cur.fetchone() == (0,)
+        assert server_count(db) == 1  # the forgotten one's row, out of use
+        # B's push of its old copy does not bring the text back; its pull erases B's copy.
+        report = synced(mb)
+        assert report.pushed.accepted == 0 and report.pulled.forgotten == 1  # type: ignore[union-attr]
+        assert server_count(db) == 1 and store_of(mb).count(include_forgotten=True) == 0
+        with db.cursor() as cur:
+            cur.execute("SELECT count(*) FROM records WHERE what LIKE '%LEAKEDMARKER42%'")
+            assert cur.fetchone() == (0,)
+    for home in (tmp_path / "a", tmp_path / "b"):
+        for path in home.glob("jiyi.db*"):
+            assert b"LEAKEDMARKER42" not in path.read_bytes(), path
+
+
+def dead_url() -> str:
+    """A port nobody listens on."""
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def test_jiyi_forget_tells_the_team_at_once_or_on_the_next_sync(
+    db: PgDatabase, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+
+    monkeypatch.setenv("JIYI_TEAM_URL", url)
+    monkeypatch.setenv("JIYI_TEAM_TOKEN", db.create_token("alpha", "alice"))
+    with Memory() as memory:
+        session = memory.session(project="zlib-port")
+        first, second = session.note(**YAML).record, session.note(**note(scope="global")).record
+    runner = CliRunner()
+    assert runner.invoke(main, ["team", "sync"]).exit_code == 0
+    done = runner.invoke(main, ["forget", "--purge", "--yes", first.id])
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.startswith(f"purged {first.id}\nerased on the team server too; ")
+    assert server_count(db) == 1
+    # The server does not answer: the forget waits in the queue for the next sync.
+    monkeypatch.setenv("JIYI_TEAM_URL", dead_url())
+    done = runner.invoke(main, ["forget", second.id])
+    assert done.stdout == f"forgot {second.id}\nthe team server is told on the next sync (E_UNAVAILABLE)\n"
+    monkeypatch.setenv("JIYI_TEAM_URL", url)
+    assert runner.invoke(main, ["team", "sync"]).exit_code == 0
+    with TeamClient(url, db.create_token("alpha", "bob")) as client:
+        assert client.changes(0, 10)["records"] == []
+        assert [t["hex"] for t in client.forgotten(0, 10)["records"]] == [first.hex, second.hex]

@@ -40,6 +40,7 @@ class PullReport:
     updated: int = 0
     own: int = 0  # this machine's records coming back (verification, the team's evidence)
     cursor: int = 0
+    forgotten: int = 0  # pulled copies dropped: their authors took them out of the team
 
 
 def _team_share(line: dict[str, Any], own: tuple[int, int]) -> tuple[int, int]:
@@ -143,7 +144,15 @@ def pull(
         if progress:
             progress(len(lines), more)
         if not more:
-            return report
+            break
+    from . import team_forget
+
+    try:
+        report.forgotten = team_forget.pull(store, client, page=page)
+    except JiyiError as exc:
+        outbox.mark_failed(store, (), exc)
+        raise
+    return report
 
 
 # -- a whole sync ----------------------------------------------------------------------------

@@ -68,6 +68,18 @@ class TeamClient:
         """``{"records": [<export line + seq>…], "cursor": n, "more": bool}``."""
         return self._call("GET", "/v1/changes", params={"cursor": cursor, "limit": limit})
 
+    def forget(self, records: list[tuple[str, bool]]) -> dict[str, list[str]]:
+        """Take records (hex, purge) out of the team: ``{"forgotten": [hex…], "unknown": [hex…]}``,
+        every hex answered (unknown: the team never had it)."""
+        body = {"records": [{"hex": h, "purge": p} for h, p in records]}
+        answer = self._call("POST", "/v1/forget", json=body)
+        return {"forgotten": list(answer.get("forgotten", [])), "unknown": list(answer.get("unknown", []))}
+
+    def forgotten(self, cursor: int, limit: int) -> dict[str, Any]:
+        """``{"records": [{"hex", "purged", "at", "seq"}…], "cursor": n, "more": bool}``: what the
+        team forgot or purged after ``cursor``."""
+        return self._call("GET", "/v1/forgotten", params={"cursor": cursor, "limit": limit})
+
     def search(self, query: str, limit: int = 5, *, project: str | None = None) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"q": query, "limit": limit}
         if project:

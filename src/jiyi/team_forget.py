@@ -1,0 +1,99 @@
+"""Forget on the team server, the client's half (docs/team-protocol.md, "Forget").
+
+``jiyi forget`` / ``--purge`` of one of this machine's records, once syncing is on, queues it in
+``outbox_forget`` (SQLite triggers of migration ``m007_team_forget``, in the forget's own
+transaction). A push sends that queue first (``send``): the server forgets the record for the
+team or, for a purge, erases its text, revisions, evidence and replay runs, and leaves a
+tombstone. A row leaves the queue only once the server answered for its hex, so a forget made
+offline goes out with the next sync.
+
+A pull reads the tombstones after its own cursor (``forgotten_cursor``) and drops the pulled copy
+of each record there (``pull``): out of search at once; erased for good, with the store compacted,
+when the author purged it (a leaked secret must not stay on the other machines either). This
+machine's own records are never dropped by a tombstone: their author's forget is what made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import outbox
+from .errors import JiyiError
+
+if TYPE_CHECKING:
+    from .sqlite_store import SQLiteStore
+    from .team_client import TeamClient
+
+BATCH = 100  # hexes a request, as a push
+
+
+@dataclass
+class ForgetReport:
+    sent: int = 0
+    forgotten: int = 0  # the team had them: now forgotten or erased there
+    unknown: int = 0  # never reached the server (nothing to take back)
+
+
+def pending(store: SQLiteStore) -> int:
+    with store.transaction() as db:
+        return int(db.execute("SELECT count(*) FROM outbox_forget").fetchone()[0])
+
+
+def send(store: SQLiteStore, client: TeamClient) -> ForgetReport:
+    """Send the queued forgets, at most 100 a request. Raises (after backing off, as a push does)
+    when the server cannot be reached; what was not answered stays queued."""
+    report = ForgetReport()
+    while True:
+        with store.transaction() as db:
+            rows = [
+                (str(h), bool(p))
+                for h, p in db.execute("SELECT hex, purge FROM outbox_forget ORDER BY queued, hex LIMIT ?", (BATCH,))
+            ]
+        if not rows:
+            return report
+        try:
+            answer = client.forget(rows)
+        except JiyiError as exc:
+            outbox.mark_failed(store, (), exc)
+            raise
+        answered = set(answer["forgotten"]) | set(answer["unknown"])
+        if not answered & {h for h, _ in rows}:
+            return report  # an answer for none of them: stop rather than ask again forever
+        report.sent += len(rows)
+        report.forgotten += len(answer["forgotten"])
+        report.unknown += len(answer["unknown"])
+        with store.transaction() as db:
+            # Only as sent: a soft forget turned into a purge meanwhile goes again.
+            db.executemany(
+                "DELETE FROM outbox_forget WHERE hex = ? AND purge = ?", [(h, int(p)) for h, p in rows if h in answered]
+            )
+            outbox.mark_answered(db)
+
+
+def pull(store: SQLiteStore, client: TeamClient, *, page: int = 200) -> int:
+    """Drop the pulled copies of the records the team forgot since the last pull; returns how many."""
+    with store.transaction() as db:
+        cursor = int(outbox.get_state(db, "forgotten_cursor") or 0)
+    dropped = 0
+    while True:
+        answer = client.forgotten(cursor, page)
+        tombstones = [(str(t["hex"]), bool(t.get("purged"))) for t in answer.get("records", [])]
+        with store.transaction() as db:
+            ours = {
+                str(h): bool(remote)
+                for h, remote in db.execute(
+                    f"SELECT hex, remote FROM records WHERE hex IN ({','.join('?' * len(tombstones))})",
+                    [h for h, _ in tombstones],
+                )
+            }
+        for hexid, purged in tombstones:
+            if ours.get(hexid):
+                # Erased, not just hidden: a later revision from its author then arrives as new.
+                store.purge(hexid, compact=purged)
+                dropped += 1
+        cursor = int(answer.get("cursor", cursor))
+        with store.transaction() as db:
+            outbox.set_state(db, "forgotten_cursor", str(cursor))
+        if not (answer.get("more") and tombstones):
+            return dropped
