@@ -94,6 +94,7 @@ class Status:
     pending: int  # rows a push would send under the current team_push
     held: int  # rows team_push keeps home
     failing: int  # rows whose last push failed
+    forgets: int  # forgets and purges of this machine's records not yet answered (``team_forget``)
     last_push: str | None
     last_pull: str | None
     last_error: str | None
@@ -114,12 +115,14 @@ def status(store: SQLiteStore, team_push: str = "all") -> Status:
         ).fetchone()
         values = {k: get_state(db, k) for k in ("machine", "cursor", "last_push", "last_pull", "last_error", "sync")}
         retry_at = get_state(db, "retry_at")
+        forgets = int(db.execute("SELECT count(*) FROM outbox_forget").fetchone()[0])
     return Status(
         machine=values["machine"] or "",
         cursor=int(values["cursor"] or 0),
         pending=int(counts[0]),
         held=int(counts[1]),
         failing=int(counts[2]),
+        forgets=forgets,
         last_push=values["last_push"],
         last_pull=values["last_pull"],
         last_error=values["last_error"],
