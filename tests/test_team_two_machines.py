@@ -396,3 +396,30 @@ def test_jiyi_forget_tells_the_team_at_once_or_on_the_next_sync(
     with TeamClient(url, db.create_token("alpha", "bob")) as client:
         assert client.changes(0, 10)["records"] == []
         assert [t["hex"] for t in client.forgotten(0, 10)["records"]] == [first.hex, second.hex]
+
+
+def test_jiyi_forget_of_a_team_record_stays_on_this_machine(
+    db: PgDatabase, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+
+    a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
+    with Memory(settings=a) as ma:
+        written = ma.session(project="zlib-port").note(**YAML).record
+        synced(ma)
+    monkeypatch.setenv("JIYI_TEAM_URL", url)
+    monkeypatch.setenv("JIYI_TEAM_TOKEN", db.create_token("alpha", "bob"))
+    runner = CliRunner()
+    assert runner.invoke(main, ["team", "sync"]).exit_code == 0
+    done = runner.invoke(main, ["forget", f"rr_{written.hex}"])
+    assert done.stdout == (
+        f"forgot rr_{written.hex}\nonly on this machine: rr_{written.hex} is the team's, "
+        "and its author takes it out of the team\n"
+    )
+    assert json.loads(runner.invoke(main, ["team", "status", "--json"]).stdout)["forgets"] == 0
+    assert runner.invoke(main, ["team", "sync"]).exit_code == 0
+    with TeamClient.from_settings(a) as client:
+        assert [r["hex"] for r in client.changes(0, 10)["records"]] == [written.hex]
+        assert client.forgotten(0, 10)["records"] == []

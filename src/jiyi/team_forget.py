@@ -87,11 +87,12 @@ def pull(store: SQLiteStore, client: TeamClient, *, page: int = 200) -> int:
                     [h for h, _ in tombstones],
                 )
             }
-        for hexid, purged in tombstones:
-            if ours.get(hexid):
-                # Erased, not just hidden: a later revision from its author then arrives as new.
-                store.purge(hexid, compact=purged)
-                dropped += 1
+        # Erased, not just hidden: a later revision from its author then arrives as new. Purges
+        # last, and the store compacted once, after the last of them (VACUUM rewrites the file).
+        drop = sorted((t for t in tombstones if ours.get(t[0])), key=lambda t: t[1])
+        for n, (hexid, purged) in enumerate(drop):
+            store.purge(hexid, compact=purged and n == len(drop) - 1)
+        dropped += len(drop)
         cursor = int(answer.get("cursor", cursor))
         with store.transaction() as db:
             outbox.set_state(db, "forgotten_cursor", str(cursor))
