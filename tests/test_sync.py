@@ -321,3 +321,37 @@ def test_a_pull_keeps_this_machines_own_counting_and_a_push_sends_it_absolute(
             assert d.execute("SELECT sources, used_success FROM team_evidence").fetchall() == [(1, 1)]
         ca.close()
         cb.close()
+
+
+@pg
+def test_a_server_from_before_forget_keeps_the_forgets_queued_and_the_rest_syncing(
+    pg_schema: tuple[str, str], tmp_path: Path
+) -> None:
+    pytest.importorskip("psycopg")
+    from jiyi.pg_database import PgDatabase
+    from jiyi.team_client import TeamClient
+    from jiyi.team_server import create_app
+
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema) as db:
+        db.create_team("alpha")
+        app = create_app(db, rate_per_minute=0)
+        app.router.routes = [
+            r for r in app.router.routes if getattr(r, "path", "") not in ("/v1/forget", "/v1/forgotten")
+        ]
+        with serving(app) as url:
+            settings = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
+            with Memory(settings=settings) as memory, TeamClient.from_settings(settings) as client:
+                store = memory.store
+                assert isinstance(store, SQLiteStore)
+                session = memory.session(project="zlib-port")
+                gone = session.note(**YAML).record
+                sync.run(store, client, settings)
+                store.forget(gone.hex)
+                kept = session.note(**note(scope="global")).record
+                report = sync.run(store, client, settings)
+                assert report.pushed is not None and (report.pushed.accepted, report.pushed.forgotten) == (1, 0)
+                assert report.pulled is not None and report.pulled.own == 1
+                state = outbox.status(store)
+                assert (state.forgets, state.pending, state.last_error) == (1, 0, None)
+                assert kept.hex in {r["hex"] for r in client.changes(0, 10)["records"]}

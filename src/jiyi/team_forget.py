@@ -15,6 +15,7 @@ machine's own records are never dropped by a tombstone: their author's forget is
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from .team_client import TeamClient
 
 BATCH = 100  # hexes a request, as a push
+log = logging.getLogger("jiyi.team")
 
 
 @dataclass
@@ -57,6 +59,10 @@ def send(store: SQLiteStore, client: TeamClient) -> ForgetReport:
         except JiyiError as exc:
             outbox.mark_failed(store, (), exc)
             raise
+        if answer is None:
+            # A server from before forget: the queue waits for its upgrade, and pushes go on.
+            log.warning("team server %s cannot forget yet: %d forget(s) stay queued", client.url, len(rows))
+            return report
         answered = set(answer["forgotten"]) | set(answer["unknown"])
         if not answered & {h for h, _ in rows}:
             return report  # an answer for none of them: stop rather than ask again forever
