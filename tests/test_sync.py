@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from jiyi import config, outbox, sync, team_forget, transfer
+from jiyi import config, outbox, sync, transfer
 from jiyi.cli import main
 from jiyi.config import Settings
 from jiyi.errors import InvalidArgument, Unavailable
@@ -21,7 +21,7 @@ from jiyi.memory import Memory
 from jiyi.sqlite_store import SQLiteStore
 
 from .helpers import YAML, ZLIB, note
-from .team_helpers import free_socket, machine, serving
+from .team_helpers import dead_url, machine, serving
 
 UNAVAILABLE = "记忆暂不可用\n错误码：E_UNAVAILABLE"
 
@@ -29,14 +29,6 @@ UNAVAILABLE = "记忆暂不可用\n错误码：E_UNAVAILABLE"
 def rows(store: SQLiteStore) -> list[tuple[str, int]]:
     with store.transaction() as db:
         return [(str(h), int(c)) for h, c in db.execute("SELECT hex, changes FROM outbox ORDER BY hex")]
-
-
-def dead_url() -> str:
-    """A port nobody listens on."""
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
 
 
 # -- without a server ------------------------------------------------------------------------
@@ -90,35 +82,6 @@ def test_nothing_queues_until_syncing_is_on_then_every_write_path_queues_one_row
         assert other.hex not in {h for h, _ in rows(store)}
         state = outbox.status(store)
         assert (state.pending, state.syncing, len(state.machine)) == (2, True, 32)
-
-
-def forgets(store: SQLiteStore) -> list[tuple[str, int]]:
-    with store.transaction() as db:
-        return [(str(h), int(p)) for h, p in db.execute("SELECT hex, purge FROM outbox_forget ORDER BY hex")]
-
-
-def test_forgets_and_purges_of_this_machines_records_queue_once_syncing_is_on(tmp_path: Path) -> None:
-    with Memory(tmp_path / "a") as memory:
-        session = memory.session(project="zlib-port")
-        early = session.note(**YAML).record
-        store = memory.store
-        assert isinstance(store, SQLiteStore)
-        store.forget(early.hex)  # never synced: the team has nothing of it
-        assert forgets(store) == []
-        outbox.enable(store)
-        soft, hard = (session.note(**note(scope="global", title=t, what=f"error {t}")).record for t in ("s", "h"))
-        store.forget(soft.hex)
-        store.forget(hard.hex)
-        store.purge(hard.hex)  # forgotten, then purged: one row, a purge
-        store.forget(soft.hex)  # again: nothing more
-        assert forgets(store) == sorted([(soft.hex, 0), (hard.hex, 1)])
-        assert team_forget.pending(store) == 2
-        # Without a server they stay queued, and the sync says so.
-        from jiyi.team_client import TeamClient
-
-        with pytest.raises(Unavailable), TeamClient(dead_url(), "jiyi_x") as client:
-            outbox.push(store, client)
-        assert team_forget.pending(store) == 2 and outbox.status(store).last_error
 
 
 def test_a_server_that_does_not_answer_keeps_everything_queued_and_backs_off(tmp_path: Path) -> None:
@@ -321,37 +284,3 @@ def test_a_pull_keeps_this_machines_own_counting_and_a_push_sends_it_absolute(
             assert d.execute("SELECT sources, used_success FROM team_evidence").fetchall() == [(1, 1)]
         ca.close()
         cb.close()
-
-
-@pg
-def test_a_server_from_before_forget_keeps_the_forgets_queued_and_the_rest_syncing(
-    pg_schema: tuple[str, str], tmp_path: Path
-) -> None:
-    pytest.importorskip("psycopg")
-    from jiyi.pg_database import PgDatabase
-    from jiyi.team_client import TeamClient
-    from jiyi.team_server import create_app
-
-    dsn, schema = pg_schema
-    with PgDatabase(dsn, schema=schema) as db:
-        db.create_team("alpha")
-        app = create_app(db, rate_per_minute=0)
-        app.router.routes = [
-            r for r in app.router.routes if getattr(r, "path", "") not in ("/v1/forget", "/v1/forgotten")
-        ]
-        with serving(app) as url:
-            settings = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
-            with Memory(settings=settings) as memory, TeamClient.from_settings(settings) as client:
-                store = memory.store
-                assert isinstance(store, SQLiteStore)
-                session = memory.session(project="zlib-port")
-                gone = session.note(**YAML).record
-                sync.run(store, client, settings)
-                store.forget(gone.hex)
-                kept = session.note(**note(scope="global")).record
-                report = sync.run(store, client, settings)
-                assert report.pushed is not None and (report.pushed.accepted, report.pushed.forgotten) == (1, 0)
-                assert report.pulled is not None and report.pulled.own == 1
-                state = outbox.status(store)
-                assert (state.forgets, state.pending, state.last_error) == (1, 0, None)
-                assert kept.hex in {r["hex"] for r in client.changes(0, 10)["records"]}

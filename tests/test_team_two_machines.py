@@ -21,7 +21,7 @@ from jiyi.memory import Memory
 from jiyi.sqlite_store import SQLiteStore
 
 from .helpers import YAML, ZLIB, hook_env, note, run_hook
-from .team_helpers import free_socket, machine, serving
+from .team_helpers import dead_url, free_socket, machine, serving
 
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
@@ -354,14 +354,6 @@ def test_a_forget_leaves_the_team_and_a_purge_erases_the_text_everywhere(
     for home in (tmp_path / "a", tmp_path / "b"):
         for path in home.glob("jiyi.db*"):
             assert b"LEAKEDMARKER42" not in path.read_bytes(), path
-
-
-def dead_url() -> str:
-    """A port nobody listens on."""
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
 
 
 def test_jiyi_forget_tells_the_team_at_once_or_on_the_next_sync(
