@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import outbox
-from .errors import JiyiError
+from .errors import JiyiError, Unavailable
 
 if TYPE_CHECKING:
     from .sqlite_store import SQLiteStore
@@ -84,9 +84,12 @@ def pull(store: SQLiteStore, client: TeamClient, *, page: int = 200) -> int:
     dropped = 0
     while True:
         answer = client.forgotten(cursor, page)
-        tombstones = [(str(t["hex"]), bool(t.get("purged"))) for t in answer.get("records", [])]
+        try:
+            tombstones = [(str(t["hex"]), bool(t.get("purged"))) for t in answer.get("records", [])]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise Unavailable(f"team server sent a tombstone this version cannot read: {exc}") from exc
         with store.transaction() as db:
-            ours = {
+            remote_copy = {
                 str(h): bool(remote)
                 for h, remote in db.execute(
                     f"SELECT hex, remote FROM records WHERE hex IN ({','.join('?' * len(tombstones))})",
@@ -95,7 +98,7 @@ def pull(store: SQLiteStore, client: TeamClient, *, page: int = 200) -> int:
             }
         # Erased, not just hidden: a later revision from its author then arrives as new. Purges
         # last, and the store compacted once, after the last of them (VACUUM rewrites the file).
-        drop = sorted((t for t in tombstones if ours.get(t[0])), key=lambda t: t[1])
+        drop = sorted((t for t in tombstones if remote_copy.get(t[0])), key=lambda t: t[1])
         for n, (hexid, purged) in enumerate(drop):
             store.purge(hexid, compact=purged and n == len(drop) - 1)
         dropped += len(drop)
