@@ -253,7 +253,9 @@ def _once(settings: Settings, push: bool, pull_too: bool) -> float | None:
         if outbox.waiting(store):
             return _until_retry(store)
         with TeamClient.from_settings(settings) as client:
-            run(store, client, settings, push=push, pull_too=pull_too, force=False)
+            done = run(store, client, settings, push=push, pull_too=pull_too, force=False)
+        # At debug level, so a background sync that did nothing can be told from one that never ran.
+        log.debug("team sync: pushed %s; pulled %s", done.pushed, done.pulled)
         return None
     except Unavailable as exc:
         log.info("team sync: %s", exc.reason)
