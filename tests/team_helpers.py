@@ -20,6 +20,14 @@ def free_socket(port: int = 0) -> socket.socket:
     return sock
 
 
+def dead_url() -> str:
+    """A port nobody listens on."""
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}"
+
+
 @contextmanager
 def serving(app: Any, port: int = 0) -> Iterator[str]:
     """``app`` served until the block ends; yields its base URL."""

@@ -272,6 +272,23 @@ def test_note_json_from_stdin() -> None:
 
 
 # -- forget and purge ------------------------------------------------------------------------
+def test_show_json_carries_the_reproduction_and_the_verification(tmp_path: Path) -> None:
+    rid = saved_id(jiyi("note", "--json", "-", input=json.dumps(YAML)).stdout)
+    plain = json.loads(jiyi("show", "--json", rid).stdout)
+    assert (plain["reproduction"], plain["verification"]) == (None, None)
+    # A record as a team server hands it out after a replay: import it on a fresh machine.
+    line = json.loads(jiyi("export").stdout.splitlines()[0])
+    reproduction = {"command": "python -c 'import yaml'", "repo": "https://git.example/p.git", "commit": "ab" * 20}
+    verification = {"how": "replay", "date": "2026-12-01", "environment": "os=linux", "passed": 2, "tries": 3}
+    line.update(hex="c" * 32, id="lr_" + "c" * 32, reproduction=reproduction, verification=verification)
+    line["revisions"] = [{**rev, "hex": "c" * 32} for rev in line["revisions"]]
+    (tmp_path / "in.jsonl").write_text(json.dumps(line) + "\n")
+    jiyi("import", str(tmp_path / "in.jsonl"))
+    shown = json.loads(jiyi("show", "--json", "lr_" + "c" * 32).stdout)
+    assert shown["reproduction"] == {**reproduction, "cwd": ""}
+    assert shown["verification"] == verification
+
+
 def test_forget_takes_a_record_out_of_search_and_export() -> None:
     rid = saved_id(jiyi("note", *ZLIB_FLAGS).stdout)
     other = saved_id(jiyi("note", "--project", "zlib-port", "--json", "-", input=json.dumps(YAML)).stdout)

@@ -4,6 +4,7 @@ that keep this machine's own counting, the settings, and `jiyi team sync / statu
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from jiyi.memory import Memory
 from jiyi.sqlite_store import SQLiteStore
 
 from .helpers import YAML, ZLIB, note
-from .team_helpers import free_socket, machine, serving
+from .team_helpers import dead_url, machine, serving
 
 UNAVAILABLE = "记忆暂不可用\n错误码：E_UNAVAILABLE"
 
@@ -27,14 +28,6 @@ UNAVAILABLE = "记忆暂不可用\n错误码：E_UNAVAILABLE"
 def rows(store: SQLiteStore) -> list[tuple[str, int]]:
     with store.transaction() as db:
         return [(str(h), int(c)) for h, c in db.execute("SELECT hex, changes FROM outbox ORDER BY hex")]
-
-
-def dead_url() -> str:
-    """A port nobody listens on."""
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
 
 
 # -- without a server ------------------------------------------------------------------------
@@ -131,6 +124,17 @@ def test_jiyi_team_sync_without_a_server_exits_1_with_e_unavailable_and_loses_no
     assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (0, "", "")
     text = runner.invoke(main, ["team", "status"]).stdout
     assert "outbox: 1 pending, 1 failed last time" in text
+
+
+def test_a_background_sync_that_cannot_open_the_store_says_so_and_tries_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the store's folder should be")
+    settings = replace(Settings(home=blocker), team_url=dead_url(), team_token="jiyi_x")
+    with caplog.at_level(logging.WARNING, logger="jiyi.team"):
+        assert sync._once(settings, True, True) == outbox.BACKOFF_FIRST
+    assert "team sync: the store cannot be opened" in caplog.text
 
 
 def test_team_sync_says_what_to_configure(monkeypatch: pytest.MonkeyPatch) -> None:

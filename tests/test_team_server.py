@@ -70,6 +70,8 @@ ENDPOINTS = [
     ("GET", "/v1/verify/candidates", None),
     ("POST", "/v1/push", {"machine": "m", "records": []}),
     ("POST", "/v1/verify/" + "a" * 32, {"passed": True}),
+    ("POST", "/v1/forget", {"records": []}),
+    ("GET", "/v1/forgotten", None),
 ]
 
 
@@ -287,3 +289,63 @@ def test_jiyi_team_serve_runs_several_workers_on_one_database(db: PgDatabase, pg
         server.terminate()
         _, err = server.communicate(timeout=30)
     assert err.count(b"Started server process") == 2
+
+
+def stored_text(db: PgDatabase, hexid: str) -> str:
+    """Everything the server's tables hold about a record, as text (a purge must leave none)."""
+    seen: list[str] = []
+    with db.cursor() as cur:
+        for table, where in (
+            ("records", "hex = %s"),
+            ("revisions", "hex = %s"),
+            ("evidence", "hex = %s"),
+            ("signatures", "hex = %s"),
+            ("relations", "source_hex = %s OR target_hex = %s"),
+        ):
+            cur.execute(f"SELECT t::text FROM {table} t WHERE {where}", (hexid,) * where.count("%s"))
+            seen += [str(row[0]) for row in cur.fetchall()]
+    return "\n".join(seen)
+
+
+def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    alice, carol = db.create_token("alpha", "alice"), db.create_token("beta", "carol")
+    soft, hard = lines(tmp_path, YAML, note(scope="global", what="ld: undefined symbol inflateSECRETX"))
+    with client(url, alice) as http, client(url, carol) as other:
+        assert http.post("/v1/push", json={"machine": "m", "records": [soft, hard]}).status_code == 200
+        # Another team cannot forget alpha's records: to beta the hex is unknown.
+        assert other.post("/v1/forget", json={"records": [{"hex": soft["hex"]}]}).json()["unknown"] == [soft["hex"]]
+        assert "inflateSECRETX" in stored_text(db, hard["hex"])
+        start = http.get("/v1/forgotten").json()
+        assert start == {"records": [], "cursor": 0, "more": False}
+        answer = http.post(
+            "/v1/forget",
+            json={"records": [{"hex": soft["hex"]}, {"hex": hard["hex"], "purge": True}, {"hex": "e" * 32}]},
+        ).json()
+        assert answer == {"forgotten": [soft["hex"], hard["hex"]], "unknown": ["e" * 32]}
+        gone = http.get("/v1/forgotten").json()
+        assert [(t["hex"], t["purged"]) for t in gone["records"]] == [(soft["hex"], False), (hard["hex"], True)]
+        assert http.get("/v1/forgotten", params={"cursor": gone["cursor"]}).json()["records"] == []
+        assert http.get("/v1/changes").json()["records"] == []
+        assert http.get("/v1/search", params={"q": "No module named 'yaml'"}).json()["hits"] == []
+        # The purged text is nowhere on the server; the forgotten record's row stays, out of use.
+        assert "inflateSECRETX" not in stored_text(db, hard["hex"]) and stored_text(db, hard["hex"]) == ""
+        assert "yaml" in stored_text(db, soft["hex"])
+        assert count(db, "alpha") == 1
+        # A machine that had not pulled the purge pushes its old copy: nothing comes back.
+        assert http.post("/v1/push", json={"machine": "b", "records": [hard]}).json() == {
+            "accepted": [],
+            "unchanged": [hard["hex"]],
+        }
+        assert count(db, "alpha") == 1
+        # Retried: answered the same, and the other team's record of that hex is untouched.
+        again = http.post("/v1/forget", json={"records": [{"hex": hard["hex"], "purge": True}]}).json()
+        assert again == {"forgotten": [hard["hex"]], "unknown": []}
+        assert other.get("/v1/forgotten").json()["records"] == []
+        # A new revision of a forgotten record is live again (its author wrote it after all).
+        newer = {**soft, "revision": 2, "title": "Install PyYAML (revised)"}
+        assert http.post("/v1/push", json={"machine": "m", "records": [newer]}).json()["accepted"] == [soft["hex"]]
+        assert [r["title"] for r in http.get("/v1/changes").json()["records"]] == ["Install PyYAML (revised)"]
+        bad = http.post("/v1/forget", json={"records": [{"hex": "xyz"}]})
+        assert (bad.status_code, bad.json()["field"]) == (400, "records[0]")

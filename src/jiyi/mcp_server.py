@@ -12,6 +12,7 @@ The low-level server, not ``MCPServer``: the three tools need none of what ``MCP
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import anyio
@@ -155,6 +156,9 @@ class JiyiServer(Server[Any]):
         self.notes_enabled = session.settings.notes
         self.tools = [MCPTool(name=n, description=DESCRIPTIONS[n], input_schema=s) for n, s in SCHEMAS.items()]
         super().__init__("jiyi", instructions=INSTRUCTIONS, on_list_tools=self._list, on_call_tool=self._call)
+        # The team syncs this server started and that may still run: a caller (a test, a clean
+        # shutdown) can join them instead of polling the store.
+        self.team_syncs: list[threading.Thread] = []
 
     async def _list(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         return ListToolsResult(tools=await self.list_tools())
@@ -172,9 +176,21 @@ class JiyiServer(Server[Any]):
         except Exception:  # a bug must not take the server down or leak a traceback to the agent
             log.exception("%s failed", name)
             return _result(Unavailable().text(), True)
-        if name == "memory_note" and not result.is_error and self.session.settings.team:
-            _team_sync(self.session, pull_too=False)
+        if name == "memory_note" and not result.is_error:
+            self.team_sync(pull_too=False)
         return _result(result.text, result.is_error)
+
+    def team_sync(self, *, pull_too: bool = True) -> None:
+        """Team memory (docs/team-protocol.md): push (and pull) in a daemon thread; a tool call
+        never waits for the network. Nothing without a team."""
+        if not self.session.settings.team:
+            return
+        from . import sync
+
+        thread = sync.in_background(self.session.settings, pull_too=pull_too)
+        self.team_syncs = [t for t in self.team_syncs if t.is_alive()]
+        if thread is not None:
+            self.team_syncs.append(thread)
 
     async def list_tools(self) -> list[MCPTool]:
         # notes = false: memory_note is not offered; a client that cached the list still gets
@@ -182,22 +198,14 @@ class JiyiServer(Server[Any]):
         return [t for t in self.tools if self.notes_enabled or t.name != "memory_note"]
 
 
-def _team_sync(session: Session, *, pull_too: bool = True) -> None:
-    """Team memory (docs/team-protocol.md): push (and pull) in a daemon thread; a tool call never
-    waits for the network."""
-    from . import sync
-
-    sync.in_background(session.settings, pull_too=pull_too)
-
-
 def build(memory: Memory | None = None, session: Session | None = None) -> JiyiServer:
     """The server of ``session``; with a team configured, a sync with it starts in the background."""
     if session is None:
         session = (memory or Memory()).session()
         session.link_to_hooks()  # without a session id, meet the hooks as session_link says
-    if session.settings.team:
-        _team_sync(session)
-    return JiyiServer(session)
+    server = JiyiServer(session)
+    server.team_sync()
+    return server
 
 
 def serve() -> None:

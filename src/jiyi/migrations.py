@@ -285,6 +285,26 @@ def m007_auto_record_queue(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m008_team_forget(db: sqlite3.Connection) -> None:
+    # Forget on the server (docs/team-protocol.md): this machine's records forgotten (purge 0) or
+    # purged (purge 1, the row deleted) while syncing is on queue here, in the same transaction,
+    # until the server answered for them. A pulled record (remote) forgotten here stays a local
+    # choice: its author takes it out of the team.
+    _run(db, "CREATE TABLE outbox_forget (hex TEXT PRIMARY KEY, purge INTEGER NOT NULL, queued TEXT NOT NULL)")
+    stamp = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+    db.execute(
+        "CREATE TRIGGER outbox_forget_soft AFTER UPDATE OF forgotten ON records "
+        f"WHEN {_SYNCING} AND NEW.remote = 0 AND NEW.forgotten = 1 AND OLD.forgotten = 0 BEGIN "
+        f"INSERT INTO outbox_forget (hex, purge, queued) VALUES (NEW.hex, 0, {stamp}) ON CONFLICT(hex) DO NOTHING; END"
+    )
+    db.execute(
+        f"CREATE TRIGGER outbox_forget_purge AFTER DELETE ON records WHEN {_SYNCING} AND OLD.remote = 0 BEGIN "
+        f"INSERT INTO outbox_forget (hex, purge, queued) VALUES (OLD.hex, 1, {stamp}) "
+        "ON CONFLICT(hex) DO UPDATE SET purge = 1; END"
+    )
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -94,6 +94,7 @@ class Status:
     pending: int  # rows a push would send under the current team_push
     held: int  # rows team_push keeps home
     failing: int  # rows whose last push failed
+    forgets: int  # forgets and purges of this machine's records not yet answered (``team_forget``)
     last_push: str | None
     last_pull: str | None
     last_error: str | None
@@ -114,12 +115,14 @@ def status(store: SQLiteStore, team_push: str = "all") -> Status:
         ).fetchone()
         values = {k: get_state(db, k) for k in ("machine", "cursor", "last_push", "last_pull", "last_error", "sync")}
         retry_at = get_state(db, "retry_at")
+        forgets = int(db.execute("SELECT count(*) FROM outbox_forget").fetchone()[0])
     return Status(
         machine=values["machine"] or "",
         cursor=int(values["cursor"] or 0),
         pending=int(counts[0]),
         held=int(counts[1]),
         failing=int(counts[2]),
+        forgets=forgets,
         last_push=values["last_push"],
         last_pull=values["last_pull"],
         last_error=values["last_error"],
@@ -179,13 +182,14 @@ class PushReport:
     accepted: int = 0
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)  # hexes the server refused (another team's)
+    forgotten: int = 0  # this machine's forgets and purges the server applied (``team_forget``)
 
 
 def _due(store: SQLiteStore, team_push: str, force: bool, skip: set[str]) -> list[tuple[str, int]]:
     clock = "" if force else "AND o.next_try <= ? "
     params: list[Any] = [] if force else [_stamp(datetime.now(timezone.utc))]
     with store.transaction() as db:
-        # Forgotten records stay home: the server has no way to forget yet.
+        # A forgotten record is not pushed again: its forget goes instead (``team_forget``).
         db.execute("DELETE FROM outbox WHERE hex IN (SELECT hex FROM records WHERE forgotten = 1)")
         rows = db.execute(
             f"SELECT o.hex, o.changes FROM outbox o JOIN records r ON r.hex = o.hex "
@@ -206,7 +210,11 @@ def push(
     """Send what the outbox holds (due rows; every row with ``force``) in batches of at most 100
     records and 1 MiB. Raises ``Unavailable`` (after backing off) when the server cannot be reached;
     whatever was not answered stays queued."""
+    from . import team_forget
+
     report = PushReport()
+    # Forgets first, whatever team_push says: they only take back what was sent before.
+    report.forgotten = team_forget.send(store, client).forgotten
     if team_push == "none":
         return report
     enable(store)

@@ -221,6 +221,24 @@ migration(
     """,
 )
 
+# Forget on the server (docs/team-protocol.md): one row a record taken out of the team, so pulls
+# learn of it by cursor (``seq`` from record_seq, like the records' own) and a push of a purged
+# record's old copy from a machine that has not pulled yet cannot bring its text back.
+migration(
+    "m003_tombstones",
+    """
+    CREATE TABLE tombstones (
+        team_id bigint NOT NULL,
+        hex text NOT NULL,
+        purged boolean NOT NULL,
+        at text NOT NULL,
+        seq bigint NOT NULL,
+        PRIMARY KEY (team_id, hex)
+    );
+    CREATE INDEX tombstones_seq ON tombstones(team_id, seq);
+    """,
+)
+
 
 def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:
     """Create ``schema`` if missing and apply what is missing on ``conn`` (autocommit, its

@@ -378,6 +378,18 @@ class PgStore(PgSearch, PgSessions, Store):
 
         return changes_since(self, cursor, limit)
 
+    def forget_in_team(self, hexid: str, *, purge: bool) -> bool:
+        """Forget (or purge) ``hexid`` for the whole team, leaving a tombstone pulls see."""
+        from .pg_team import forget
+
+        return forget(self, hexid, purge=purge)
+
+    def forgotten_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """(tombstones after ``cursor``, the new cursor, whether more remain), oldest first."""
+        from .pg_team import forgotten_since
+
+        return forgotten_since(self, cursor, limit)
+
     def verification_candidates(self, limit: int) -> list[dict[str, Any]]:
         """Export lines of live records with a fix and a reproduction that no replay has run on yet."""
         from .pg_team import verification_candidates

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .pg_store import PgStore
 
 _HEX = re.compile(r"[0-9a-f]{32}")
+# The origins a machine gives its own records, in the order confirmation raises them (SPEC §5: a
+# note becomes local_auto when its failure goes away). team / team_verified are the server's word.
+_CONFIRMATION = {"note": 0, "local_auto": 1, "human": 2}
 
 
 def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
@@ -56,6 +59,12 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
             (team, record.hex),
         )
         row = cur.fetchone()
+        # After the row lock: a purge that committed meanwhile is seen. A purged record's old copy
+        # (another machine's, pushed before it pulled the purge) must not bring its text back.
+        cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
+        gone = cur.fetchone()
+        if gone is not None and gone[0]:
+            return False
         changed = store.put_revisions(cur, revisions) > 0
         changed = store.put_marks(cur, record.hex, marks) > 0 or changed
         cur.execute(
@@ -74,7 +83,18 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
             record.verification = Verification.from_dict(row[2]) if row and row[2] else None
             if row and row[1] == "team_verified":
                 record.origin = "team_verified"
+            elif record.origin not in _CONFIRMATION:  # a member cannot claim a replay verdict
+                record.origin = str(row[1]) if row else "note"
             store.put(cur, record, derived)
+            if gone is not None:  # a new revision of a forgotten record is live again
+                cur.execute("DELETE FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
+            changed = True
+        elif _CONFIRMATION.get(record.origin, -1) > _CONFIRMATION.get(str(row[1]), 99):
+            # Confirmed since, with no new revision (note -> local_auto): only upwards, so a retried
+            # older push that crosses the change does not take it back.
+            cur.execute(
+                "UPDATE records SET origin = %s WHERE team_id = %s AND hex = %s", (record.origin, team, record.hex)
+            )
             changed = True
         if changed:
             # After the row is written: a concurrent first push of the record has committed by then,
@@ -112,6 +132,54 @@ def changes_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[st
     more = len(rows) > limit
     rows = rows[:limit]
     return _lines(store, rows), (int(rows[-1][1]) if rows else cursor), more
+
+
+def forget(store: PgStore, hexid: str, *, purge: bool) -> bool:
+    """Take record ``hexid`` out of the team: forgotten (out of search and pulls, its row kept) or,
+    with ``purge``, erased with its revisions, evidence and replay runs. A tombstone tells pulls;
+    it is written first, in a transaction of its own, so a push racing the erase finds it (see
+    ``merge_pushed``). False when the team never had the record; a purge leaves its tombstone
+    even then, against a push of it still on the way."""
+    team = store.team
+    with store.db.cursor() as cur:
+        cur.execute("SELECT 1 FROM records WHERE team_id = %s AND hex = %s", (team, hexid))
+        known = cur.fetchone() is not None
+        cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, hexid))
+        before = cur.fetchone()
+        if not known and not purge:
+            return before is not None
+        # Under the team's lock like ``bump``: tombstone seq order is commit order too.
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s::int)", (store.db.lock_class, team))
+        cur.execute(
+            "INSERT INTO tombstones AS t (team_id, hex, purged, at, seq) "
+            "VALUES (%s, %s, %s, %s, nextval('record_seq')) "
+            "ON CONFLICT (team_id, hex) DO UPDATE SET purged = t.purged OR excluded.purged, at = excluded.at, "
+            "seq = excluded.seq",
+            (team, hexid, purge, now()),
+        )
+    if purge:
+        store.purge(hexid)
+    else:
+        store.forget(hexid)
+    return known or before is not None
+
+
+def forgotten_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """(tombstones ``{hex, purged, at, seq}`` after ``cursor``, the new cursor, whether more remain)."""
+    if limit < 1:
+        raise InvalidArgument("limit", "at least 1")
+    with store.db.cursor() as cur:
+        cur.execute(
+            "SELECT hex, purged, at, seq FROM tombstones WHERE team_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (store.team, cursor, limit + 1),
+        )
+        rows = cur.fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    lines: list[dict[str, Any]] = [
+        {"hex": str(h), "purged": bool(p), "at": str(a), "seq": int(q)} for h, p, a, q in rows
+    ]
+    return lines, (int(rows[-1][3]) if rows else cursor), more
 
 
 def verification_candidates(store: PgStore, limit: int) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,6 +86,25 @@ def _load_indexes(db: sqlite3.Connection, hexids: list[str]) -> _Loaded:
     return loaded
 
 
+def _to_wal(db: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """Switch a store to WAL, waiting for another connection doing the same. Two first opens of a
+    new store (an MCP server's main thread and its team sync thread, a hook and the server) both
+    ask for the switch; the loser gets "database is locked" at once, without the busy handler
+    (SQLite's deadlock avoidance), in about 1 of 10 races measured. Once the winner is done the
+    file is in WAL and the pragma only reports it."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.002
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 class SQLiteStore(Store):
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
         self.path = str(path)
@@ -100,7 +120,7 @@ class SQLiteStore(Store):
         self._common_terms: dict[str, tuple[int, int]] = {}  # term -> (documents, index rows then)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            db.execute("PRAGMA journal_mode = WAL")
+            _to_wal(db, busy_timeout_ms)
             db.execute("PRAGMA synchronous = NORMAL")
             migrations.apply(db, now)
         except sqlite3.Error as exc:
@@ -443,7 +463,7 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM symbols WHERE hex = ?", (hexid,))
             return True
 
-    def purge(self, hexid: str) -> bool:
+    def purge(self, hexid: str, *, compact: bool = True) -> bool:
         with self._write() as db:
             row = db.execute("SELECT rid FROM records WHERE hex = ?", (hexid,)).fetchone()
             if row is None:
@@ -455,6 +475,9 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM relations WHERE source_hex = ? OR target_hex = ?", (hexid, hexid))
         # A purge is for leaked secrets: FTS5 keeps a deleted row's terms in its segments until they
         # are merged, and freed pages linger in the file and the WAL until a checkpoint and VACUUM.
+        # (``compact=False``: a team record forgotten by its author leaves without that cost.)
+        if not compact:
+            return True
         self._guard(lambda db: db.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')"))
         self._guard(lambda db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
         self._guard(lambda db: db.execute("VACUUM"))

@@ -7,7 +7,7 @@ limit is ``Unavailable`` (the outbox keeps everything and tries again), 401 ``Un
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import httpx
 
@@ -68,6 +68,21 @@ class TeamClient:
         """``{"records": [<export line + seq>…], "cursor": n, "more": bool}``."""
         return self._call("GET", "/v1/changes", params={"cursor": cursor, "limit": limit})
 
+    def forget(self, records: list[tuple[str, bool]]) -> dict[str, list[str]] | None:
+        """Take records (hex, purge) out of the team: ``{"forgotten": [hex…], "unknown": [hex…]}``,
+        every hex answered (unknown: the team never had it). None from a server older than forget."""
+        body = {"records": [{"hex": h, "purge": p} for h, p in records]}
+        answer = self._call("POST", "/v1/forget", json=body, absent_ok=True)
+        if answer is None:
+            return None
+        return {"forgotten": list(answer.get("forgotten", [])), "unknown": list(answer.get("unknown", []))}
+
+    def forgotten(self, cursor: int, limit: int) -> dict[str, Any]:
+        """``{"records": [{"hex", "purged", "at", "seq"}…], "cursor": n, "more": bool}``: what the
+        team forgot or purged after ``cursor`` (nothing, from a server older than forget)."""
+        answer = self._call("GET", "/v1/forgotten", params={"cursor": cursor, "limit": limit}, absent_ok=True)
+        return {"records": [], "cursor": cursor, "more": False} if answer is None else answer
+
     def search(self, query: str, limit: int = 5, *, project: str | None = None) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"q": query, "limit": limit}
         if project:
@@ -86,9 +101,27 @@ class TeamClient:
         return dict(self._call("POST", f"/v1/verify/{hexid}", json=body)["verification"])
 
     # -- plumbing ----------------------------------------------------------------------------
+    @overload
     def _call(
-        self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None
-    ) -> dict[str, Any]:
+        self, method: str, path: str, *, params: dict[str, Any] | None = ..., json: Any = ...
+    ) -> dict[str, Any]: ...
+
+    @overload
+    def _call(
+        self, method: str, path: str, *, params: dict[str, Any] | None = ..., json: Any = ..., absent_ok: bool
+    ) -> dict[str, Any] | None: ...
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        absent_ok: bool = False,
+    ) -> dict[str, Any] | None:
+        """The answer's JSON object; with ``absent_ok``, None when the server has no such route
+        (404 without a jiyi error body: a server from before the route was added)."""
         try:
             response = self._http.request(method, path, params=params, json=json)
         except httpx.HTTPError as exc:  # refused, unreachable, timed out, broken answer
@@ -101,7 +134,17 @@ class TeamClient:
             if not isinstance(data, dict):
                 raise Unavailable(f"team server {self.url}: unexpected answer")
             return data
+        if absent_ok and response.status_code == 404 and not _jiyi_body(response):
+            return None
         raise _error(response)
+
+
+def _jiyi_body(response: httpx.Response) -> bool:
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and str(body.get("code", "")).startswith("E_")
 
 
 def _error(response: httpx.Response) -> JiyiError:

@@ -194,6 +194,83 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/forget": {
+                "post": {
+                    "summary": "Take records out of the team: forgotten, or purged (text, revisions, evidence and "
+                    "replay runs erased); pulls learn of it from /v1/forgotten",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["records"],
+                                    "properties": {
+                                        "records": {
+                                            "type": "array",
+                                            "maxItems": 100,
+                                            "items": {
+                                                "type": "object",
+                                                "required": ["hex"],
+                                                "properties": {
+                                                    "hex": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+                                                    "purge": {"type": "boolean", "default": False},
+                                                },
+                                            },
+                                        }
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "description": "every hex asked for, in one list or the other",
+                                "properties": {
+                                    "forgotten": {"type": "array", "items": {"type": "string"}},
+                                    "unknown": {"type": "array", "items": {"type": "string"}},
+                                },
+                            }
+                        ),
+                        **_ERRORS,
+                    },
+                }
+            },
+            "/v1/forgotten": {
+                "get": {
+                    "summary": "The team's records forgotten or purged since a cursor, in change order",
+                    "parameters": [
+                        _query("cursor", "integer", "the last `cursor` received from this endpoint (0 at first)"),
+                        _query("limit", "integer", "1..1000, default 200"),
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "records": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "properties": {
+                                                "hex": {"type": "string"},
+                                                "purged": {"type": "boolean"},
+                                                "at": {"type": "string"},
+                                                "seq": {"type": "integer"},
+                                            },
+                                        },
+                                    },
+                                    "cursor": {"type": "integer"},
+                                    "more": {"type": "boolean"},
+                                },
+                            }
+                        ),
+                        **_ERRORS,
+                    },
+                }
+            },
             "/v1/verify/candidates": {
                 "get": {
                     "summary": "Records with a fix and a reproduction and no replay yet",

@@ -220,6 +220,42 @@ def create_app(
         lines, after, more = await blocking(lambda: PgStore(db, member.team_id).changes_since(cursor, limit))
         return {"records": lines, "cursor": after, "more": more}
 
+    async def forget(request: Request) -> Any:
+        member = await member_of(request)
+        body = await body_of(request)
+        if not isinstance(body, dict) or not isinstance(body.get("records"), list):
+            raise InvalidArgument("records", "缺少记录列表")
+        if len(body["records"]) > MAX_PUSH:
+            raise InvalidArgument("records", f"一次最多 {MAX_PUSH} 条")
+        wanted: list[tuple[str, bool]] = []
+        for i, item in enumerate(body["records"]):
+            if not isinstance(item, dict) or not _HEX.fullmatch(str(item.get("hex", ""))):
+                raise InvalidArgument(f"records[{i}]", "应为 {hex, purge}")
+            if not isinstance(item.get("purge", False), bool):
+                raise InvalidArgument(f"records[{i}]", "purge 应为 true 或 false")
+            wanted.append((str(item["hex"]), bool(item.get("purge", False))))
+
+        def run() -> dict[str, list[str]]:
+            # Scoped to the member's team: another team's hex is simply unknown here.
+            store = PgStore(db, member.team_id)
+            done: list[str] = []
+            unknown: list[str] = []
+            for hexid, purge in wanted:
+                (done if store.forget_in_team(hexid, purge=purge) else unknown).append(hexid)
+            return {"forgotten": done, "unknown": unknown}
+
+        answer = await blocking(run)
+        purged = sum(p for _, p in wanted)
+        log.info("forget %s/%s: %d records (%d purged)", member.team, member.name, len(wanted), purged)
+        return answer
+
+    async def forgotten(request: Request) -> Any:
+        member = await member_of(request)
+        cursor = _int(request, "cursor", 0, 0, 2**62)
+        limit = _int(request, "limit", CHANGES_DEFAULT, 1, CHANGES_MAX)
+        lines, after, more = await blocking(lambda: PgStore(db, member.team_id).forgotten_since(cursor, limit))
+        return {"records": lines, "cursor": after, "more": more}
+
     async def search(request: Request) -> Any:
         member = await member_of(request)
         text = request.query_params.get("q", "").strip()
@@ -280,6 +316,8 @@ def create_app(
         Route("/v1/push", endpoint(push), methods=["POST"]),
         Route("/v1/changes", endpoint(changes), methods=["GET"]),
         Route("/v1/search", endpoint(search), methods=["GET"]),
+        Route("/v1/forget", endpoint(forget), methods=["POST"]),
+        Route("/v1/forgotten", endpoint(forgotten), methods=["GET"]),
         Route("/v1/verify/candidates", endpoint(candidates), methods=["GET"]),
         Route("/v1/verify/{hex}", endpoint(verify), methods=["POST"]),
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .. import formats
-from ..errors import InvalidArgument, NotFound
+from ..errors import InvalidArgument, JiyiError, NotFound
 from ..validation import ref as parse_ref
 from .common import emit_json, hit_json, json_option, opened, project_option, record_json, session
 
@@ -158,6 +158,9 @@ def show_command(ref: str, as_json: bool) -> None:
             emit_json(
                 {
                     **record_json(record),
+                    # How to meet the failure again and what the team's replays concluded (SPEC §5).
+                    "reproduction": record.reproduction.to_dict() if record.reproduction else None,
+                    "verification": record.verification.to_dict() if record.verification else None,
                     "revisions": [
                         {
                             "revision": r.revision,
@@ -193,6 +196,43 @@ def forget_command(ref: str, purge: bool, yes: bool) -> None:
         else:
             memory.store.forget(record.hex)
             click.echo(f"forgot {record.id}")
+        _tell_the_team(memory, record, purge)
+
+
+def _tell_the_team(memory: Any, record: Any, purge: bool) -> None:
+    """With a team: take one of this machine's records out of the team at once (the forget was
+    queued with it, so a server that does not answer now hears of it on the next sync). A team
+    record forgotten here stays a choice of this machine: its author takes it out of the team."""
+    from ..sqlite_store import SQLiteStore
+
+    store = memory.store
+    if not memory.settings.team or not isinstance(store, SQLiteStore):
+        return
+    if record.remote:
+        click.echo(f"only on this machine: {record.id} is the team's, and its author takes it out of the team")
+        return
+    with store.transaction() as db:
+        queued = db.execute("SELECT 1 FROM outbox_forget WHERE hex = ?", (record.hex,)).fetchone()
+    if queued is None:  # never synced: the team has nothing of it
+        return
+    try:
+        from .. import team_forget
+        from ..team_client import TeamClient
+
+        with TeamClient.from_settings(memory.settings) as client:
+            team_forget.send(store, client)
+    except (ImportError, JiyiError) as exc:
+        reason = exc.code if isinstance(exc, JiyiError) else "the team extra is not installed"
+        click.echo(f"the team server is told on the next sync ({reason})")
+        return
+    if purge:
+        # What a user who leaked a secret needs to hear: where it may still be.
+        click.echo(
+            "erased on the team server too; other machines erase their copies on their next sync. "
+            "If it held a secret, rotate it anyway."
+        )
+    else:
+        click.echo("forgotten by the team server too; other machines drop it on their next sync")
 
 
 COMMANDS = [search_command, read_command, note_command, list_command, show_command, forget_command]

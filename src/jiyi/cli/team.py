@@ -290,12 +290,13 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
     if report.pushed is not None:
         p = report.pushed
         refused = f", {len(p.refused)} refused (another team's)" if p.refused else ""
-        click.echo(f"pushed {p.sent} record(s): {p.accepted} stored, {p.unchanged} unchanged{refused}")
+        forgot = f", {p.forgotten} forgotten or erased" if p.forgotten else ""
+        click.echo(f"pushed {p.sent} record(s): {p.accepted} stored, {p.unchanged} unchanged{refused}{forgot}")
     if report.pulled is not None:
         q = report.pulled
         click.echo(
             f"pulled {q.received} record(s): {q.new} new, {q.updated} updated, {q.own} of this machine's; "
-            f"cursor {q.cursor}"
+            f"cursor {q.cursor}" + (f"; {q.forgotten} dropped (taken out of the team)" if q.forgotten else "")
         )
 
 
@@ -329,7 +330,8 @@ def status_command(as_json: bool) -> None:
     click.echo(f"machine: {state.machine}")
     held = f", {state.held} kept home by team_push" if state.held else ""
     failing = f", {state.failing} failed last time" if state.failing else ""
-    click.echo(f"outbox: {state.pending} pending{held}{failing}")
+    forgets = f", {state.forgets} forget(s) to send" if state.forgets else ""
+    click.echo(f"outbox: {state.pending} pending{held}{failing}{forgets}")
     click.echo(f"last push: {state.last_push or 'never'}")
     click.echo(f"last pull: {state.last_pull or 'never'} (cursor {state.cursor})")
     if state.last_error:
