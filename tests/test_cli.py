@@ -272,7 +272,7 @@ def test_note_json_from_stdin() -> None:
 
 
 # -- forget and purge ------------------------------------------------------------------------
-def test_show_json_carries_the_reproduction_and_the_verification(tmp_path: Path) -> None:
+def test_every_json_read_carries_the_reproduction_and_the_verification(tmp_path: Path) -> None:
     rid = saved_id(jiyi("note", "--json", "-", input=json.dumps(YAML)).stdout)
     plain = json.loads(jiyi("show", "--json", rid).stdout)
     assert (plain["reproduction"], plain["verification"]) == (None, None)
@@ -287,6 +287,12 @@ def test_show_json_carries_the_reproduction_and_the_verification(tmp_path: Path)
     shown = json.loads(jiyi("show", "--json", "lr_" + "c" * 32).stdout)
     assert shown["reproduction"] == {**reproduction, "cwd": ""}
     assert shown["verification"] == verification
+    # read, list and search give the same record object (cli.common.record_json).
+    read = json.loads(jiyi("read", "--json", "lr_" + "c" * 32).stdout)
+    listed = {r["id"]: r for r in json.loads(jiyi("list", "--json").stdout)}["lr_" + "c" * 32]
+    found = json.loads(jiyi("search", "--json", "ModuleNotFoundError: No module named 'yaml'").stdout)
+    for record in (read, listed, next(h["record"] for h in found if h["id"] == "lr_" + "c" * 32)):
+        assert (record["reproduction"], record["verification"]) == (shown["reproduction"], verification)
 
 
 def test_forget_takes_a_record_out_of_search_and_export() -> None:

@@ -131,7 +131,7 @@ def test_a_background_sync_that_cannot_open_the_store_says_so_and_tries_again(
 ) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the store's folder should be")
-    settings = replace(Settings(home=blocker), team_url=dead_url(), team_token="jiyi_x")
+    settings = Settings(home=blocker).replace(team_url=dead_url(), team_token="jiyi_x")
     with caplog.at_level(logging.WARNING, logger="jiyi.team"):
         assert sync._once(settings, True, True) == outbox.BACKOFF_FIRST
     assert "team sync: the store cannot be opened" in caplog.text

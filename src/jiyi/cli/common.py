@@ -63,6 +63,9 @@ def record_json(record: Record) -> dict[str, Any]:
         "evidence": {"sources": record.sources, "used_success": record.used_success},
         "evidence_refs": record.evidence_refs,
         "marked": [{"by": m.source_id, "relation": m.relation} for m in record.marked],
+        # How to meet the failure again and what the team's replays concluded (SPEC §5).
+        "reproduction": record.reproduction.to_dict() if record.reproduction else None,
+        "verification": record.verification.to_dict() if record.verification else None,
         "date": day(record.updated),
         "created": record.created,
         "updated": record.updated,

@@ -158,9 +158,6 @@ def show_command(ref: str, as_json: bool) -> None:
             emit_json(
                 {
                     **record_json(record),
-                    # How to meet the failure again and what the team's replays concluded (SPEC §5).
-                    "reproduction": record.reproduction.to_dict() if record.reproduction else None,
-                    "verification": record.verification.to_dict() if record.verification else None,
                     "revisions": [
                         {
                             "revision": r.revision,
