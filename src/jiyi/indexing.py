@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from . import lexical
 from .records import Record
-from .signature import analyze
 
 
 @dataclass(frozen=True)
@@ -17,11 +16,34 @@ class Derived:
     index_body: str
 
 
+def lexical_index(title: str, what: str, why: str, where: str, learned: str) -> tuple[str, str]:
+    """The full-text terms of a record's title and of its body, as the store indexes them.
+
+    A mangled C++ name in ``what`` is indexed as written and demangled as well, so a query naming
+    ``c10::Error::Error(…)`` meets a record that pasted ``_ZN3c105ErrorC1E…`` (queries are demangled
+    by ``signature.search_words``, so the other way round meets too). The demangler is imported only
+    when ``_Z`` appears: most records never pay for ctypes.
+    """
+    body = f"{what}\n{why}\n{where}\n{learned}"
+    if "_Z" in what:
+        from .demangle import in_text
+
+        readable = in_text(what)
+        if readable != what:
+            body += "\n" + readable
+    return lexical.index_text(title), lexical.index_text(body)
+
+
 def derive(record: Record) -> Derived:
+    # Imported here: the store re-derives the lexical index (lexical_index) on paths that never
+    # sign anything, and the signature rules cost ~10 ms to import.
+    from .signature import analyze
+
     analysis = analyze(record.what)
+    index_title, index_body = lexical_index(record.title, record.what, record.why, record.where, record.learned)
     return Derived(
         key_lines=analysis.key_lines,
         normalized=analysis.normalized,
-        index_title=lexical.index_text(record.title),
-        index_body=lexical.index_text(f"{record.what}\n{record.why}\n{record.where}\n{record.learned}"),
+        index_title=index_title,
+        index_body=index_body,
     )

@@ -1,38 +1,109 @@
 """Full-text terms for the ``lexical`` signal, in every language the users write.
 
-Text is NFKC-folded and lowercased, then split into ASCII words (underscores kept, so
-``pthread_create`` stays one term) and CJK runs cut into overlapping bigrams (``链接时`` → ``链接``,
-``接时``), so a Chinese query meets Chinese text without a segmenter or a dictionary. The store
-indexes these terms space-separated, and queries are built from the same function, so no user text
-ever reaches FTS5's query syntax: every term is quoted.
+Text is NFKC-folded and case-folded. Outside ASCII, letters lose their accents and other combining
+marks (``naïve`` → ``naive``, ``Ошибка: не найден`` → ``ошибка``, ``не``, ``наиден``), and
+punctuation and symbols of any script separate words. Then:
+
+- words of any alphabetic script (letters, digits and underscores by Unicode category: Latin,
+  Cyrillic, Greek, Arabic, Hebrew, Devanagari, …) are terms; ``pthread_create`` stays one;
+- CJK runs (kana, ideographs, Hangul) and the scripts written without spaces (Thai, Lao, Myanmar,
+  Khmer) are cut into overlapping bigrams (``链接时`` → ``链接``, ``接时``), so a query meets the
+  text without a segmenter or a dictionary.
+
+Accents are folded rather than indexed beside the accented form: the SQLite index (FTS5's
+``unicode61``) folds Latin accents itself, so both forms would be one term there anyway, and
+agents and users often type ``naive`` for ``naïve``, ``e`` for ``é``. Every term is a single token
+to ``unicode61`` exactly as written here (tests/test_lexical.py checks it), so the index, its
+vocabulary counts and the terms read back from the stored text agree.
+
+The store indexes these terms space-separated, and queries are built from the same function, so no
+user text ever reaches FTS5's query syntax: every term is quoted. ``VERSION`` names this
+definition; a store whose index was built with an older one re-derives it (reindex.py).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# Hiragana, katakana, CJK ideographs (incl. extension A and compatibility), Hangul syllables.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"[a-z0-9_]+|[{_CJK}]+")
-_ASCII_WORD = re.compile(r"[a-z0-9_]+", re.ASCII)
+# The definition of the terms below; stored with the index (see reindex.py). 1: ASCII words and CJK
+# bigrams only; 2: every script's words, accents folded, Thai/Lao/Myanmar/Khmer bigrams.
+VERSION = 2
+
+# Kana (without their punctuation `・` `゠`), bopomofo, CJK ideographs (extension A, the BMP block,
+# compatibility, extensions B and later), Hangul syllables: kept as written (NFKC composed them).
+_CJK = (
+    "\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3105-\u312f\u31a0-\u31bf\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0003134f"
+)
+# Thai, Lao, Myanmar, Khmer: no spaces between words either, so bigrams too.
+_UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+_RUNS = _CJK + _UNSPACED
+_ASCII_WORD = re.compile(r"\w+", re.ASCII)
+
+
+@functools.cache
+def _mixed_token() -> re.Pattern[str]:
+    """Group 1: a word (word characters of no bigram script); group 2: a run to cut into bigrams.
+    After _Fold no punctuation or mark is left outside ASCII, so the ranges hold letters and digits
+    only. Compiled on first use (~3.5 ms, twice the ASCII pattern): English text never needs it."""
+    return re.compile(rf"([^\W{_RUNS}]+)|([{_RUNS}]+)")
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+# Letters with a stroke or without a dot have no decomposition to drop an accent from, but are typed
+# as the plain letter on an ASCII keyboard just the same (Turkish `bulunamadı`, Polish `błąd`).
+_PLAIN = {"ı": "i", "ł": "l", "ø": "o", "đ": "d", "ħ": "h"}
 MAX_TERM = 40
 
-# Words so common in error text that they say nothing about which error it is. Kept short on
-# purpose: IDF weighting does the rest, and a long list would drop real words like `module`.
-STOPWORDS = frozenset(
-    "a an and are as at be by can for from in into is it no not of on or s t that the this to was were with".split()
-)
+
+class _Fold(dict[int, str]):
+    """``str.translate`` table for text outside ASCII, filled on first sight of each character.
+
+    A letter or digit loses its combining marks (``ï`` → ``i``, ``й`` → ``и``); a lone mark is
+    dropped (it belongs to the letter before it); anything else (punctuation, symbols, spaces of
+    any script) becomes a space. Kana stay as written: NFKC composed them, and decomposing would
+    fold ``が`` into ``か`` (Hangul decomposes into letters, not marks, and composes back). Filled
+    lazily: building the whole table means looking at 1.1 million code points, and a store meets a
+    few hundred of them.
+    """
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        kind = unicodedata.category(char)[0]
+        if kind == "M":
+            folded = ""
+        elif kind not in "LN":
+            folded = " "
+        elif 0x3040 <= code < 0x3100:  # kana: the only CJK letters with marks to decompose into
+            folded = char
+        elif char in _PLAIN:
+            folded = _PLAIN[char]
+        else:
+            bare = "".join(c for c in unicodedata.normalize("NFD", char) if not unicodedata.category(c).startswith("M"))
+            folded = unicodedata.normalize("NFC", bare)
+        self[code] = folded
+        return folded
 
 
-# Words that occur in almost every error: matching only these is no evidence of the same error.
-GENERIC = frozenset(
-    """error errors failed fail failure fatal warning line file files found cannot could unable command exit code
-    status returned exception traceback recent call last most see run running build make""".split()
-)
+_FOLD = _Fold()
+
+
+def _fold_run(match: re.Match[str]) -> str:
+    return match.group(0).translate(_FOLD)
+
+
+def fold(text: str) -> str:
+    """``text`` as terms are cut from it: NFKC, case-folded (``ß`` → ``ss``, final ``ς`` → ``σ``, as
+    FTS5 folds it), and outside ASCII without marks and punctuation (see _Fold)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if folded.isascii():  # the common case (English logs) pays one check
+        return folded
+    return _NON_ASCII.sub(_fold_run, folded)
 
 
 def _bigrams(run: str) -> Iterable[str]:
@@ -45,17 +116,40 @@ def _bigrams(run: str) -> Iterable[str]:
 
 def terms(text: str) -> list[str]:
     """Every term of ``text`` in order (with repeats), as indexed and queried."""
-    folded = unicodedata.normalize("NFKC", text).lower()
+    folded = fold(text)
+    if folded.isascii():
+        return [w for w in (t.strip("_") for t in _ASCII_WORD.findall(folded)) if _kept(w)]
     out: list[str] = []
-    for match in _TOKEN.finditer(folded):
-        token = match.group(0)
-        if _ASCII_WORD.fullmatch(token):
-            token = token.strip("_")
-            if token and token not in STOPWORDS and len(token) <= MAX_TERM:
-                out.append(token)
+    for word, run in _mixed_token().findall(folded):
+        if word:
+            word = word.strip("_")
+            if _kept(word):
+                out.append(word)
         else:
-            out.extend(_bigrams(token))
+            out.extend(_bigrams(run))
     return out
+
+
+def _kept(word: str) -> bool:
+    return bool(word) and word not in STOPWORDS and len(word) <= MAX_TERM
+
+
+# Words so common in error text that they say nothing about which error it is. Kept short on
+# purpose: IDF weighting does the rest, and a long list would drop real words like `module`.
+STOPWORDS = frozenset(
+    "a an and are as at be by can for from in into is it no not of on or s t that the this to was were with".split()
+)
+
+
+# Words that occur in almost every error: matching only these is no evidence of the same error.
+# With "error" and "warning" in the languages whose messages tests/test_lexical.py holds (ошибка,
+# Fehler, erreur, σφάλμα, hata, …), written as terms() folds them: folding them here at import
+# would compile the non-ASCII pattern in every process (the test checks the spelling).
+GENERIC = frozenset(
+    """error errors failed fail failure fatal warning line file files found cannot could unable command exit code
+    status returned exception traceback recent call last most see run running build make
+    ошибка предупреждение fehler warnung erreur avertissement σφαλμα προειδοποιηση hata uyari""".split()
+)
 
 
 def unique_terms(text: str) -> list[str]:

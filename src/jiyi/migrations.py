@@ -305,6 +305,20 @@ def m008_team_forget(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m009_store_meta(db: sqlite3.Connection) -> None:
+    # Facts about the store as a whole. ``lexical_version``: the definition of the full-text terms
+    # (lexical.VERSION) the whole index was built with; stores made before this step hold version 1
+    # (ASCII words and CJK bigrams). A store whose index is older re-derives it (reindex.py).
+    _run(
+        db,
+        """
+        CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO store_meta (key, value) VALUES ('lexical_version', '1');
+        """,
+    )
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

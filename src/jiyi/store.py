@@ -109,6 +109,22 @@ class Store(ABC):
     def reindex_record(self, record: Record, derived: Derived) -> None:
         """Replace a record's signatures, symbols and full-text terms; no new revision."""
 
+    # The version of the full-text terms the index was built with (lexical.VERSION; reindex.py).
+    # A store that keeps none reports its index current and has nothing to upgrade.
+    def lexical_state(self) -> tuple[int, int]:
+        """(version the whole index was built with, records still to re-derive)."""
+        from .lexical import VERSION
+
+        return VERSION, 0
+
+    def upgrade_lexical(self, batch: int) -> int:
+        """Re-derive the terms of up to ``batch`` more records (one transaction); returns how many."""
+        return 0
+
+    def lexical_rebuilt(self, version: int) -> None:
+        """Record that every record's terms were just re-derived with ``version``."""
+        return None
+
     @abstractmethod
     def revisions(self, hexid: str) -> list[Revision]: ...
 
