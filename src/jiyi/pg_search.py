@@ -10,9 +10,10 @@ the ``terms`` table a trigger keeps (``pg_migrations``): ``ts_stat`` would read 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from .pg_database import PgDatabase
+from .pg_database import Cursor, PgDatabase
 from .store import TermStats
 
 # Signatures and symbols on more records than this are left out of a look-up with rarer ones
@@ -55,36 +56,53 @@ class PgSearch:
     db: PgDatabase
     team: int
 
+    # Set on the copy ``PgStore.search_hits`` ranks with: every look-up of one search then runs on
+    # one pooled connection in one transaction. Before, each took its own (~6 check-outs, each a
+    # liveness check, BEGIN and COMMIT: ~28 round trips a search; bench/team_scale.py).
+    _pinned: Cursor | None = None
+
+    @contextmanager
+    def reading(self) -> Iterator[Cursor]:
+        """The pinned cursor of a search, else a pooled one for this call alone."""
+        if self._pinned is not None:
+            yield self._pinned
+            return
+        with self.db.cursor() as cur:
+            yield cur
+
     def _lookup(self, table: str, column: str, values: Iterable[str], limit: int, *, only_rare: bool) -> list[str]:
         keys = list(dict.fromkeys(values))
         if not keys:
             return []
-        with self.db.cursor() as cur:
+        with self.reading() as cur:
             # As sqlite_store._lookup: a key on thousands of records names no particular one; when
-            # rarer keys are asked for too (or, with ``only_rare``, always) only they are looked up.
+            # rarer keys are asked for too (or, with ``only_rare``, always) only they are looked up,
+            # all their records read from the key's index alone, records sharing most keys first
+            # (no join with records, as sqlite_store). With only common keys: the most recent of a
+            # bounded sample of their records (index order). One statement, one branch answers.
             cur.execute(
-                f"SELECT k FROM unnest(%s::text[]) k WHERE (SELECT count(*) FROM (SELECT 1 FROM {table} "
-                f"WHERE team_id = %s AND {column} = k LIMIT %s) c) <= %s",
-                (keys, self.team, _COMMON_KEY_RECORDS + 1, _COMMON_KEY_RECORDS),
-            )
-            rare = [r[0] for r in cur.fetchall()]
-            if rare:
-                # Each has at most the bound of records: all are read, from the key's index alone;
-                # records sharing most keys first (no join with records, as sqlite_store).
-                cur.execute(
-                    f"SELECT hex FROM {table} WHERE team_id = %s AND {column} = ANY(%s) "
-                    "GROUP BY hex ORDER BY count(*) DESC, hex LIMIT %s",
-                    (self.team, rare, limit),
-                )
-                return [r[0] for r in cur.fetchall()]
-            if only_rare:
-                return []
-            # Only common keys: the most recent of a bounded sample of their records (index order).
-            cur.execute(
-                f"SELECT t.hex FROM (SELECT hex FROM {table} WHERE team_id = %s AND {column} = ANY(%s) LIMIT %s) t "
-                "JOIN records r ON r.team_id = %s AND r.hex = t.hex "
-                "GROUP BY t.hex ORDER BY count(*) DESC, max(r.updated) DESC LIMIT %s",
-                (self.team, keys, _COMMON_SAMPLE * limit, self.team, limit),
+                f"WITH rare AS MATERIALIZED (SELECT array_agg(k) AS keys FROM unnest(%(keys)s::text[]) k "
+                f"WHERE (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE team_id = %(team)s AND {column} = k "
+                f"LIMIT %(bound)s + 1) c) <= %(bound)s) "
+                f"SELECT hex FROM ("
+                f"(SELECT hex, row_number() OVER (ORDER BY count(*) DESC, hex) AS pos FROM {table} "
+                f"WHERE team_id = %(team)s AND {column} = ANY((SELECT keys FROM rare)::text[]) GROUP BY hex "
+                f"ORDER BY pos LIMIT %(limit)s) "
+                f"UNION ALL "
+                f"(SELECT t.hex, row_number() OVER (ORDER BY count(*) DESC, max(r.updated) DESC) FROM "
+                f"(SELECT hex FROM {table} WHERE %(common)s AND (SELECT keys FROM rare) IS NULL "
+                f"AND team_id = %(team)s AND {column} = ANY(%(keys)s) LIMIT %(sample)s) t "
+                f"JOIN records r ON r.team_id = %(team)s AND r.hex = t.hex GROUP BY t.hex "
+                f"ORDER BY 2 LIMIT %(limit)s)"
+                f") found ORDER BY pos",
+                {
+                    "keys": keys,
+                    "team": self.team,
+                    "bound": _COMMON_KEY_RECORDS,
+                    "limit": limit,
+                    "common": not only_rare,
+                    "sample": _COMMON_SAMPLE * limit,
+                },
             )
             return [r[0] for r in cur.fetchall()]
 
@@ -97,7 +115,7 @@ class PgSearch:
 
     def term_stats(self, terms: Iterable[str]) -> TermStats:
         keys = list(dict.fromkeys(terms))
-        with self.db.cursor() as cur:
+        with self.reading() as cur:
             cur.execute("SELECT term, docs FROM terms WHERE team_id = %s AND term = ANY(%s)", (self.team, ["", *keys]))
             found = {str(t): int(d) for t, d in cur.fetchall()}
         return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in keys})
@@ -106,7 +124,7 @@ class PgSearch:
         query = tsquery_text(terms)
         if not query:
             return []
-        with self.db.cursor() as cur:
+        with self.reading() as cur:
             # Ranked among at most _TERM_SCAN matches: each costs a heap read of its vector, and a
             # term on 61 000 of 1 000 000 records took 370 ms to rank in full (bench/team_scale.py).
             cur.execute(
@@ -120,7 +138,7 @@ class PgSearch:
         keys = list(dict.fromkeys(hexids))
         if not keys:
             return {}
-        with self.db.cursor() as cur:
+        with self.reading() as cur:
             cur.execute(
                 "SELECT hex, tsvector_to_array(tsv) FROM records WHERE team_id = %s AND hex = ANY(%s) "
                 "AND tsv IS NOT NULL",

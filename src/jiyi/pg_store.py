@@ -9,16 +9,17 @@ exposed here as methods.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
 from .pg_database import Cursor, Member, PgDatabase, Team
-from .pg_rows import COLUMNS, PUT_SQL, record_row, row_record
+from .pg_rows import PUT_SQL, SELECT, record_row, row_record
 from .pg_search import PgSearch
 from .pg_sessions import PgSessions
-from .records import Record, Relation, Revision, Verification, now
+from .records import Record, Revision, Verification, now
 from .store import Store
 
 if TYPE_CHECKING:
@@ -74,33 +75,12 @@ class PgStore(PgSearch, PgSessions, Store):
         )
 
     # -- records -----------------------------------------------------------------------------
-    def _records(self, cur: Cursor, rows: list[tuple[Any, ...]]) -> list[Record]:
-        hexids = [row[0] for row in rows]
-        marks: dict[str, list[Relation]] = {}
-        sigs: dict[str, list[str]] = {}
-        syms: dict[str, list[str]] = {}
-        if hexids:
-            cur.execute(
-                "SELECT rel.target_hex, rel.source_hex, rel.relation, COALESCE(src.remote, false) FROM relations rel "
-                "LEFT JOIN records src ON src.team_id = rel.team_id AND src.hex = rel.source_hex "
-                "WHERE rel.team_id = %s AND rel.target_hex = ANY(%s) ORDER BY rel.created, rel.source_hex",
-                (self.team, hexids),
-            )
-            for target, source, relation, remote in cur.fetchall():
-                marks.setdefault(target, []).append(Relation(("rr_" if remote else "lr_") + source, relation))
-            for table, column, into in (("signatures", "sig", sigs), ("symbols", "symbol", syms)):
-                cur.execute(
-                    f"SELECT hex, {column} FROM {table} WHERE team_id = %s AND hex = ANY(%s) ORDER BY hex, {column}",
-                    (self.team, hexids),
-                )
-                for hexid, value in cur.fetchall():
-                    into.setdefault(hexid, []).append(value)
-        return [row_record(row, marks, sigs, syms) for row in rows]
-
     def _select(self, where: str, params: Iterable[Any], tail: str = "") -> list[Record]:
-        with self.db.cursor() as cur:
-            cur.execute(f"SELECT {COLUMNS} FROM records WHERE team_id = %s AND {where} {tail}", (self.team, *params))
-            return self._records(cur, cur.fetchall())
+        # One statement: each record's signatures, symbols and marks come as arrays of its row
+        # (were three more statements, a round trip each, for every load).
+        with self.reading() as cur:
+            cur.execute(f"SELECT {SELECT} FROM records r WHERE team_id = %s AND {where} {tail}", (self.team, *params))
+            return [row_record(row) for row in cur.fetchall()]
 
     def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None:
         found = self._select("hex = %s" + ("" if include_forgotten else " AND NOT forgotten"), (hexid,))
@@ -246,14 +226,13 @@ class PgStore(PgSearch, PgSessions, Store):
         while True:
             with self.db.cursor() as cur:
                 cur.execute(
-                    f"SELECT rid, {COLUMNS} FROM records WHERE team_id = %s AND rid > %s{flt} ORDER BY rid LIMIT 500",
+                    f"SELECT rid, {SELECT} FROM records r WHERE team_id = %s AND rid > %s{flt} ORDER BY rid LIMIT 500",
                     (self.team, last),
                 )
                 rows = cur.fetchall()
-                batch = self._records(cur, [row[1:] for row in rows])
-            if not batch:
+            if not rows:
                 return
-            yield from batch
+            yield from (row_record(row[1:]) for row in rows)
             last = rows[-1][0]
 
     def count(self, *, include_forgotten: bool = False) -> int:
@@ -397,4 +376,7 @@ class PgStore(PgSearch, PgSessions, Store):
         global records and, with ``project_key``, that project's."""
         from .ranking import Query, rank
 
-        return rank(self, Query(text=query, project_key=project_key), limit=limit)
+        with self.db.cursor() as cur:
+            pinned = copy.copy(self)
+            pinned._pinned = cur
+            return rank(pinned, Query(text=query, project_key=project_key), limit=limit)
