@@ -124,6 +124,7 @@ def build(db: PgDatabase, store: PgStore, size: int, workers: int, seeded: list[
         counting = bar.add_task("counting documents per term", total=None)
         with db.cursor() as cur:
             cur.execute("DELETE FROM terms WHERE team_id = %s", (store.team,))
+            cur.execute("DELETE FROM term_changes WHERE team_id = %s", (store.team,))
             cur.execute(
                 "INSERT INTO terms (team_id, term, docs) SELECT %s, t, count(*) FROM records, "
                 "unnest(tsvector_to_array(tsv)) t WHERE team_id = %s AND tsv IS NOT NULL GROUP BY t",

@@ -5,7 +5,8 @@ lexical terms.
 The vector is built here, not by a PostgreSQL text-search parser, so its terms are exactly those
 SQLite's FTS5 indexes (no stemming; ``pthread_create`` one term, CJK bigrams as they are); a query
 is quoted lexemes OR-ed, so no text ever reaches tsquery syntax. Document counts per term come from
-the ``terms`` table a trigger keeps (``pg_migrations``): ``ts_stat`` would read every vector.
+the ``terms`` table (``ts_stat`` would read every vector) plus the changes a trigger appended to
+``term_changes`` that ``fold_terms`` has not moved there yet (``pg_migrations`` m003).
 """
 
 from __future__ import annotations
@@ -116,9 +117,29 @@ class PgSearch:
     def term_stats(self, terms: Iterable[str]) -> TermStats:
         keys = list(dict.fromkeys(terms))
         with self.reading() as cur:
-            cur.execute("SELECT term, docs FROM terms WHERE team_id = %s AND term = ANY(%s)", (self.team, ["", *keys]))
+            # One statement, one snapshot: a fold commits its delete and its add together.
+            cur.execute(
+                "SELECT term, sum(docs) FROM (SELECT term, docs FROM terms WHERE team_id = %(team)s "
+                "AND term = ANY(%(terms)s) UNION ALL SELECT term, n FROM term_changes WHERE team_id = %(team)s "
+                "AND term = ANY(%(terms)s)) c GROUP BY term",
+                {"team": self.team, "terms": ["", *keys]},
+            )
             found = {str(t): int(d) for t, d in cur.fetchall()}
         return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in keys})
+
+    def fold_terms(self) -> None:
+        """Move the team's pending term changes into ``terms``. One folder at a time per team: when
+        another holds the turn this returns at once, and what it did not see waits for the next."""
+        with self.db.cursor() as cur:
+            cur.execute(
+                "WITH turn AS (SELECT pg_try_advisory_xact_lock(hashtextextended(%(key)s, 0)) AS mine), "
+                "moved AS (DELETE FROM term_changes WHERE team_id = %(team)s AND (SELECT mine FROM turn) "
+                "RETURNING term, n) "
+                "INSERT INTO terms AS t (team_id, term, docs) SELECT %(team)s, term, sum(n) FROM moved "
+                "GROUP BY term HAVING sum(n) <> 0 ORDER BY term "
+                "ON CONFLICT (team_id, term) DO UPDATE SET docs = t.docs + excluded.docs",
+                {"key": f"jiyi-terms:{self.db.schema}:{self.team}", "team": self.team},
+            )
 
     def by_terms(self, terms: list[str], limit: int) -> list[str]:
         query = tsquery_text(terms)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
@@ -51,12 +52,10 @@ class PgStore(PgSearch, PgSessions, Store):
 
     def integrity_check(self) -> list[str]:
         problems: list[str] = []
+        counted = self.term_stats([]).total
         with self.db.cursor() as cur:
-            cur.execute("SELECT docs FROM terms WHERE team_id = %s AND term = ''", (self.team,))
-            row = cur.fetchone()
             cur.execute("SELECT count(*) FROM records WHERE team_id = %s AND tsv IS NOT NULL", (self.team,))
             indexed = int(cur.fetchone()[0])  # type: ignore[index]
-            counted = int(row[0]) if row else 0
             if counted != indexed:
                 problems.append(f"term counts: {counted} indexed records counted, {indexed} found")
             cur.execute(
@@ -65,6 +64,13 @@ class PgStore(PgSearch, PgSessions, Store):
             if wrong := int(cur.fetchone()[0]):  # type: ignore[index]
                 problems.append(f"full-text index: {wrong} records indexed when forgotten or not when live")
         return problems
+
+    @contextmanager
+    def writing(self) -> Iterator[Cursor]:
+        """A write's transaction; once it committed, the term changes it made are folded."""
+        with self.db.cursor() as cur:
+            yield cur
+        self.fold_terms()
 
     def bump(self, cur: Cursor, hexids: list[str]) -> None:
         """Give the records a new ``seq``, last in the transaction and under the team's lock, so a
@@ -156,7 +162,7 @@ class PgStore(PgSearch, PgSessions, Store):
         marks: Iterable[tuple[str, str]] = (),
         session_id: str | None = None,
     ) -> None:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             self.put(cur, record, derived)
             cur.execute(
                 "INSERT INTO revisions (team_id, hex, revision, session_id, created, change, snapshot) "
@@ -175,7 +181,7 @@ class PgStore(PgSearch, PgSessions, Store):
 
     def write_many(self, items: Iterable[tuple[Record, Revision, Derived]]) -> int:
         written: list[str] = []
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             for record, revision, derived in items:
                 self.put(cur, record, derived)
                 cur.execute(
@@ -197,7 +203,7 @@ class PgStore(PgSearch, PgSessions, Store):
         return ("", ()) if row is None else (str(row[0]), tuple(row[1]))
 
     def reindex_record(self, record: Record, derived: Derived) -> None:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             self.put(cur, record, derived)
             self.bump(cur, [record.hex])
 
@@ -242,7 +248,7 @@ class PgStore(PgSearch, PgSessions, Store):
             return int(cur.fetchone()[0])  # type: ignore[index]
 
     def forget(self, hexid: str) -> bool:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             cur.execute(
                 "UPDATE records SET forgotten = true, updated = %s, tsv = NULL "
                 "WHERE team_id = %s AND hex = %s AND NOT forgotten",
@@ -258,7 +264,7 @@ class PgStore(PgSearch, PgSessions, Store):
     def purge(self, hexid: str) -> bool:
         # PostgreSQL keeps a deleted row's bytes until VACUUM reuses the page; autovacuum does that
         # for these tables, and `VACUUM` right away is the database administrator's call.
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             cur.execute("DELETE FROM records WHERE team_id = %s AND hex = %s", (self.team, hexid))
             if cur.rowcount != 1:
                 return False
@@ -318,7 +324,7 @@ class PgStore(PgSearch, PgSessions, Store):
     def import_record(
         self, record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]], derived: Derived
     ) -> bool:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             cur.execute("SELECT 1 FROM records WHERE team_id = %s AND hex = %s", (self.team, record.hex))
             if cur.fetchone():
                 return False
