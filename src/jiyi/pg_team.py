@@ -79,10 +79,12 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
         if changed:
             # After the row is written: a concurrent first push of the record has committed by then,
             # and its member's evidence counts.
+            # Only when the sums differ: each new row version re-enters every index, the record's
+            # full-text entries included (usually the sums are what the put just wrote).
             cur.execute(
                 "UPDATE records r SET sources = e.sources, used_success = e.used FROM (SELECT sum(sources) AS sources, "
-                "sum(used_success) AS used FROM evidence WHERE team_id = %s AND hex = %s) e "
-                "WHERE r.team_id = %s AND r.hex = %s",
+                "sum(used_success) AS used FROM evidence WHERE team_id = %s AND hex = %s) e WHERE r.team_id = %s "
+                "AND r.hex = %s AND (r.sources, r.used_success) IS DISTINCT FROM (e.sources, e.used)",
                 (team, record.hex, team, record.hex),
             )
             store.bump(cur, [record.hex])
