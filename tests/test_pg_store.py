@@ -290,7 +290,7 @@ def test_term_counts_stay_exact_while_a_fold_waits(db: PgDatabase) -> None:
     store = PgStore(db, db.create_team("t"))
     records = [made(f"deflate {i}") for i in range(3)]
     store.write_record(records[0], first(records[0]), derive(records[0]))
-    assert rows(db, "SELECT count(*) FROM term_changes") == [(0,)]  # folded after its commit
+    assert rows(db, "SELECT count(*) FROM term_changes") == [(0,)]  # folded by the write itself
     with psycopg.connect(db.dsn, options=f"-c search_path={db.schema}") as other:
         # Another folder holds the team's turn: these writes leave their changes pending.
         other.execute(
@@ -305,6 +305,26 @@ def test_term_counts_stay_exact_while_a_fold_waits(db: PgDatabase) -> None:
     assert rows(db, "SELECT count(*) FROM term_changes") == [(0,)]
     assert store.term_stats(["deflate", "0"]) == TermStats(2, {"deflate": 2, "0": 0})
     assert rows(db, "SELECT docs FROM terms WHERE team_id = %s AND term = ''", store.team) == [(2,)]
+
+
+def test_the_folder_vacuums_the_term_queue(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jiyi import pg_search
+
+    def vacuums() -> int:
+        found = rows(db, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'term_changes'::regclass")
+        return int(found[0][0])
+
+    store = PgStore(db, db.create_team("t"))
+    monkeypatch.setattr(pg_search, "_FOLDED", {})
+    monkeypatch.setattr(pg_search, "_VACUUM_AFTER", 10**9)
+    record = made("deflate first")
+    store.write_record(record, first(record), derive(record))
+    before = vacuums()
+    monkeypatch.setattr(pg_search, "_VACUUM_AFTER", 1)
+    record = made("deflate second")
+    store.write_record(record, first(record), derive(record))
+    assert vacuums() == before + 1
+    assert store.term_stats(["deflate"]) == TermStats(2, {"deflate": 2}) and store.integrity_check() == []
 
 
 # -- pulls and verification --------------------------------------------------------------------

@@ -225,8 +225,8 @@ migration(
 # Every write used to add to the shared ``terms`` rows (the '' count above all) under a row lock
 # held to its commit, so concurrent pushes of one team queued on them (bench/team_scale.py). Now
 # the trigger only appends a record's term changes to ``term_changes`` (no shared row), and
-# ``PgStore.fold_terms`` moves them into ``terms`` after a write, one folder at a time; a count is
-# ``terms`` plus what is still pending, so it stays exact.
+# each write folds what is pending into ``terms`` just before its commit, one folder at a time (the
+# others skip); a count is ``terms`` plus what is still pending, so it stays exact.
 migration(
     "m003_term_changes",
     """

@@ -11,8 +11,12 @@ the ``terms`` table (``ts_stat`` would read every vector) plus the changes a tri
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+
+import psycopg
 
 from .pg_database import Cursor, PgDatabase
 from .store import TermStats
@@ -29,6 +33,14 @@ _RANK_WEIGHTS = "{0.5,0.5,0.5,1.0}"
 # sqlite_store samples common keys). The ranking's rare terms stay under it but for the rarest
 # one, which may be common.
 _TERM_SCAN = 2000
+# Every fold leaves its rows dead in term_changes, and an index scan or the next fold's delete still
+# reads them until a VACUUM: with autovacuum off, 74 000 dead rows after ~5 000 pushes at 1 000 000
+# records made each fold's delete 4.5 ms and term_stats 2 ms (bench/team_scale.py). So a process
+# vacuums the queue itself after folding this many rows (m004 asks autovacuum for the same).
+_VACUUM_AFTER = 5000
+_FOLDED: dict[str, int] = {}  # rows folded per schema by this process since its last VACUUM
+_FOLDED_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def lexeme(term: str) -> str:
@@ -59,13 +71,18 @@ class PgSearch:
 
     # Set on the copy ``PgStore.search_hits`` ranks with: every look-up of one search then runs on
     # one pooled connection in one transaction. Before, each took its own (~6 check-outs, each a
-    # liveness check, BEGIN and COMMIT: ~28 round trips a search; bench/team_scale.py).
+    # liveness check, BEGIN and COMMIT: ~28 round trips a search; bench/team_scale.py). The
+    # connection is taken at the first look-up, not before the query's analysis: under load the
+    # pool is the queue, and a connection held while Python works keeps the others waiting.
+    _search: ExitStack | None = None
     _pinned: Cursor | None = None
 
     @contextmanager
     def reading(self) -> Iterator[Cursor]:
-        """The pinned cursor of a search, else a pooled one for this call alone."""
-        if self._pinned is not None:
+        """The search's one cursor when ranking for ``search_hits``, else a pooled one for this call."""
+        if self._search is not None:
+            if self._pinned is None:
+                self._pinned = self._search.enter_context(self.db.cursor())
             yield self._pinned
             return
         with self.db.cursor() as cur:
@@ -128,18 +145,48 @@ class PgSearch:
         return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in keys})
 
     def fold_terms(self) -> None:
-        """Move the team's pending term changes into ``terms``. One folder at a time per team: when
-        another holds the turn this returns at once, and what it did not see waits for the next."""
+        """Move the team's pending term changes into ``terms`` (what every write does before it
+        commits, ``fold_into``)."""
         with self.db.cursor() as cur:
-            cur.execute(
-                "WITH turn AS (SELECT pg_try_advisory_xact_lock(hashtextextended(%(key)s, 0)) AS mine), "
-                "moved AS (DELETE FROM term_changes WHERE team_id = %(team)s AND (SELECT mine FROM turn) "
-                "RETURNING term, n) "
-                "INSERT INTO terms AS t (team_id, term, docs) SELECT %(team)s, term, sum(n) FROM moved "
-                "GROUP BY term HAVING sum(n) <> 0 ORDER BY term "
-                "ON CONFLICT (team_id, term) DO UPDATE SET docs = t.docs + excluded.docs",
-                {"key": f"jiyi-terms:{self.db.schema}:{self.team}", "team": self.team},
-            )
+            self.fold_into(cur)
+
+    def fold_into(self, cur: Cursor) -> None:
+        """Fold in ``cur``'s transaction: its own changes and those committed before. One folder at
+        a time per team: when another holds the turn this returns at once, leaving them for the
+        next. The folder's row locks on ``terms`` keep no writer waiting: only folders take them."""
+        cur.execute(
+            "WITH turn AS (SELECT pg_try_advisory_xact_lock(hashtextextended(%(key)s, 0)) AS mine), "
+            "moved AS (DELETE FROM term_changes WHERE team_id = %(team)s AND (SELECT mine FROM turn) "
+            "RETURNING term, n), "
+            "added AS (INSERT INTO terms AS t (team_id, term, docs) SELECT %(team)s, term, sum(n) FROM moved "
+            "GROUP BY term HAVING sum(n) <> 0 ORDER BY term "
+            "ON CONFLICT (team_id, term) DO UPDATE SET docs = t.docs + excluded.docs) "
+            "SELECT count(*) FROM moved",
+            {"key": f"jiyi-terms:{self.db.schema}:{self.team}", "team": self.team},
+        )
+        moved = int(cur.fetchone()[0])  # type: ignore[index]
+        with _FOLDED_LOCK:
+            _FOLDED[self.db.schema] = _FOLDED.get(self.db.schema, 0) + moved
+
+    def vacuum_if_due(self) -> None:
+        """After a write committed: VACUUM the queue once this process folded ``_VACUUM_AFTER`` rows."""
+        with _FOLDED_LOCK:
+            if _FOLDED.get(self.db.schema, 0) < _VACUUM_AFTER:
+                return
+            _FOLDED[self.db.schema] = 0
+        self._vacuum_term_changes()
+
+    def _vacuum_term_changes(self) -> None:
+        # Outside a transaction, as VACUUM must be; SKIP_LOCKED: another process's VACUUM is as good.
+        with self.db.pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                conn.execute("VACUUM (SKIP_LOCKED) term_changes")
+            except psycopg.Error as exc:
+                # The write this follows has committed; a missed clean-up only waits for the next.
+                log.warning("VACUUM term_changes: %s", exc)
+            finally:
+                conn.autocommit = False
 
     def by_terms(self, terms: list[str], limit: int) -> list[str]:
         query = tsquery_text(terms)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
@@ -67,14 +67,17 @@ class PgStore(PgSearch, PgSessions, Store):
 
     @contextmanager
     def writing(self) -> Iterator[Cursor]:
-        """A write's transaction; once it committed, the term changes it made are folded."""
+        """A write's transaction, and once it committed the term queue's clean-up when due."""
         with self.db.cursor() as cur:
             yield cur
-        self.fold_terms()
+        self.vacuum_if_due()
 
     def bump(self, cur: Cursor, hexids: list[str]) -> None:
         """Give the records a new ``seq``, last in the transaction and under the team's lock, so a
-        pull never skips a change that commits late (seq order is commit order)."""
+        pull never skips a change that commits late (seq order is commit order). The term changes
+        are folded just before, on the same connection: a fold after the commit took a second
+        pooled connection per push, and under load each check-out waits its turn again."""
+        self.fold_into(cur)
         cur.execute("SELECT pg_advisory_xact_lock(%s, %s::int)", (self.db.lock_class, self.team))
         cur.execute(
             "UPDATE records SET seq = nextval('record_seq') WHERE team_id = %s AND hex = ANY(%s)", (self.team, hexids)
@@ -275,6 +278,7 @@ class PgStore(PgSearch, PgSessions, Store):
                 "DELETE FROM relations WHERE team_id = %s AND (source_hex = %s OR target_hex = %s)",
                 (self.team, hexid, hexid),
             )
+            self.fold_into(cur)  # no seq to move (the record is gone); its term counts still move
             return True
 
     def add_evidence(
@@ -382,7 +386,7 @@ class PgStore(PgSearch, PgSessions, Store):
         global records and, with ``project_key``, that project's."""
         from .ranking import Query, rank
 
-        with self.db.cursor() as cur:
+        with ExitStack() as search:
             pinned = copy.copy(self)
-            pinned._pinned = cur
+            pinned._search = search
             return rank(pinned, Query(text=query, project_key=project_key), limit=limit)
