@@ -259,11 +259,15 @@ migration(
 )
 
 # The queue churns (every write adds rows, every fold deletes them): vacuumed after 1 000 dead rows
-# whatever its size, not after the default 20 % of a table that is nearly always empty.
+# whatever its size, not after the default 20 % of a table that is nearly always empty; and never
+# truncated, as truncating waits up to 5 s for an exclusive lock that then holds every write up
+# (pushes of ~5.5 s, one per VACUUM, in bench/team_scale.py).
 migration(
     "m004_term_changes_vacuum",
     """
-    ALTER TABLE term_changes SET (autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0);
+    ALTER TABLE term_changes SET (
+        autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0, vacuum_truncate = false
+    );
     """,
 )
 

@@ -177,11 +177,12 @@ class PgSearch:
         self._vacuum_term_changes()
 
     def _vacuum_term_changes(self) -> None:
-        # Outside a transaction, as VACUUM must be; SKIP_LOCKED: another process's VACUUM is as good.
+        # Outside a transaction, as VACUUM must be; SKIP_LOCKED: another process's VACUUM is as good;
+        # no truncation (m004): its exclusive lock would hold up every write.
         with self.db.pool.connection() as conn:
             conn.autocommit = True
             try:
-                conn.execute("VACUUM (SKIP_LOCKED) term_changes")
+                conn.execute("VACUUM (SKIP_LOCKED, TRUNCATE false) term_changes")
             except psycopg.Error as exc:
                 # The write this follows has committed; a missed clean-up only waits for the next.
                 log.warning("VACUUM term_changes: %s", exc)
