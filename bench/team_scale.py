@@ -7,7 +7,10 @@ counter trigger is off while loading (``session_replication_role = replica``) an
 then built in one pass, as a restore would. Then starts the team server (``jiyi.team_server``,
 uvicorn on loopback) and runs ``--clients`` concurrent clients (asyncio + httpx), each doing
 searches (the clusters' other occurrences and generated errors as queries) and, one time in
-``1 / --push-share``, a push of one new record, for ``--duration`` seconds. Prints p50 / p95 / p99
+``1 / --push-share``, a push of one new record, for ``--duration`` seconds. With ``--think`` each
+client pauses a random time of that mean (exponential) between operations, as an agent does
+between searches; without it the clients fire back to back, so the server runs saturated and
+latency is the queue it builds (50 clients / the operations per second it completes). Prints p50 / p95 / p99
 per operation, the errors, and the pushes sent against those found in the database afterwards.
 
 ``--direct`` measures ``PgStore`` itself from ``--clients`` threads instead (no HTTP). The schema
@@ -124,6 +127,7 @@ def build(db: PgDatabase, store: PgStore, size: int, workers: int, seeded: list[
         counting = bar.add_task("counting documents per term", total=None)
         with db.cursor() as cur:
             cur.execute("DELETE FROM terms WHERE team_id = %s", (store.team,))
+            cur.execute("DELETE FROM term_changes WHERE team_id = %s", (store.team,))
             cur.execute(
                 "INSERT INTO terms (team_id, term, docs) SELECT %s, t, count(*) FROM records, "
                 "unnest(tsvector_to_array(tsv)) t WHERE team_id = %s AND tsv IS NOT NULL GROUP BY t",
@@ -171,6 +175,8 @@ async def http_client(
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
         while time.perf_counter() < deadline:
+            if args.think:
+                await asyncio.sleep(rng.expovariate(1000 / args.think))
             if rng.random() < args.push_share:
                 line = next(lines)
                 with out.lock:
@@ -205,6 +211,8 @@ def direct_client(
     rng = random.Random(i)
     lines = push_lines(f"push/{i}/{time.time()}")
     while time.perf_counter() < deadline:
+        if args.think:
+            time.sleep(rng.expovariate(1000 / args.think))
         push = rng.random() < args.push_share
         line = next(lines) if push else None
         t0 = time.perf_counter()
@@ -292,6 +300,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument("--push-share", type=float, default=0.2, help="share of operations that are pushes")
+    parser.add_argument("--think", type=float, default=0.0, help="mean pause in ms between a client's operations")
     parser.add_argument("--server-workers", type=int, default=2, help="uvicorn worker processes")
     parser.add_argument("--direct", action="store_true", help="call PgStore from threads, no HTTP server")
     parser.add_argument("--fresh", action="store_true", help="drop the schema first")
@@ -319,6 +328,7 @@ def main() -> None:
             cur.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
             size = cur.fetchone()[0]  # type: ignore[index]
     mode = "PgStore from threads" if args.direct else f"HTTP, {args.server_workers} server processes"
+    mode += f", think {args.think:.0f} ms" if args.think else ", back to back"
     table = Table(title=f"team memory: {before:,} records, {args.clients} clients, {args.duration:.0f} s, {mode}")
     for col in ("operation", "done", "per s", "p50 ms", "p95 ms", "p99 ms", "max ms"):
         table.add_column(col, justify="right")

@@ -20,9 +20,11 @@ psycopg = pytest.importorskip("psycopg")
 from jiyi import pg_migrations  # noqa: E402
 from jiyi.errors import InvalidArgument, NotFound, Unavailable  # noqa: E402
 from jiyi.indexing import derive  # noqa: E402
+from jiyi.pg_rows import PUT_SQL, record_row  # noqa: E402
 from jiyi.pg_store import PgDatabase, PgStore  # noqa: E402
 from jiyi.records import Fix, Record, Reproduction  # noqa: E402
 from jiyi.sqlite_store import SQLiteStore  # noqa: E402
+from jiyi.store import TermStats  # noqa: E402
 from jiyi.transfer import record_to_json  # noqa: E402
 
 from .test_store_contract import first, made  # noqa: E402
@@ -265,6 +267,64 @@ def test_concurrent_pushes_are_all_kept(db: PgDatabase, client: SQLiteStore) -> 
     got = store.get(shared["hex"])
     assert got is not None and (got.sources, got.used_success) == (1 + 6, sum(range(6)))
     assert store.term_stats([]).total == 49 and store.integrity_check() == []
+
+
+def test_a_write_does_not_wait_for_another_writes_term_counts(db: PgDatabase) -> None:
+    # The counts were one shared row per term under a lock held to the commit: every push of a
+    # team waited for the others' (bench/team_scale.py). Another write stays open here while ours runs.
+    store = PgStore(db, db.create_team("t"))
+    open_one, ours = made("deflate open"), made("deflate ours")
+    with psycopg.connect(db.dsn, options=f"-c search_path={db.schema}") as other:
+        other.execute(PUT_SQL, record_row(store.team, open_one, derive(open_one)))
+        done = threading.Event()
+        writer = threading.Thread(target=lambda: (store.write_record(ours, first(ours), derive(ours)), done.set()))
+        writer.start()
+        writer.join(10)
+        assert done.is_set()
+        assert store.term_stats(["deflate"]) == TermStats(1, {"deflate": 1})
+        other.commit()
+    assert store.term_stats(["deflate"]) == TermStats(2, {"deflate": 2}) and store.integrity_check() == []
+
+
+def test_term_counts_stay_exact_while_a_fold_waits(db: PgDatabase) -> None:
+    store = PgStore(db, db.create_team("t"))
+    records = [made(f"deflate {i}") for i in range(3)]
+    store.write_record(records[0], first(records[0]), derive(records[0]))
+    assert rows(db, "SELECT count(*) FROM term_changes") == [(0,)]  # folded by the write itself
+    with psycopg.connect(db.dsn, options=f"-c search_path={db.schema}") as other:
+        # Another folder holds the team's turn: these writes leave their changes pending.
+        other.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"jiyi-terms:{db.schema}:{store.team}",)
+        )
+        store.write_many((r, first(r), derive(r)) for r in records[1:])
+        store.forget(records[0].hex)
+        assert rows(db, "SELECT count(*) > 0 FROM term_changes") == [(True,)]
+        assert store.term_stats(["deflate", "0"]) == TermStats(2, {"deflate": 2, "0": 0})
+        assert store.integrity_check() == []
+    store.fold_terms()
+    assert rows(db, "SELECT count(*) FROM term_changes") == [(0,)]
+    assert store.term_stats(["deflate", "0"]) == TermStats(2, {"deflate": 2, "0": 0})
+    assert rows(db, "SELECT docs FROM terms WHERE team_id = %s AND term = ''", store.team) == [(2,)]
+
+
+def test_the_folder_vacuums_the_term_queue(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jiyi import pg_search
+
+    def vacuums() -> int:
+        found = rows(db, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'term_changes'::regclass")
+        return int(found[0][0])
+
+    store = PgStore(db, db.create_team("t"))
+    monkeypatch.setattr(pg_search, "_FOLDED", {})
+    monkeypatch.setattr(pg_search, "_VACUUM_AFTER", 10**9)
+    record = made("deflate first")
+    store.write_record(record, first(record), derive(record))
+    before = vacuums()
+    monkeypatch.setattr(pg_search, "_VACUUM_AFTER", 1)
+    record = made("deflate second")
+    store.write_record(record, first(record), derive(record))
+    assert vacuums() == before + 1
+    assert store.term_stats(["deflate"]) == TermStats(2, {"deflate": 2}) and store.integrity_check() == []
 
 
 # -- pulls and verification --------------------------------------------------------------------

@@ -240,6 +240,68 @@ migration(
 )
 
 
+# Every write used to add to the shared ``terms`` rows (the '' count above all) under a row lock
+# held to its commit, so concurrent pushes of one team queued on them (bench/team_scale.py). Now
+# the trigger only appends a record's term changes to ``term_changes`` (no shared row), and
+# each write folds what is pending into ``terms`` just before its commit, one folder at a time (the
+# others skip); a count is ``terms`` plus what is still pending, so it stays exact.
+migration(
+    "m003_term_changes",
+    """
+    CREATE TABLE term_changes (
+        team_id bigint NOT NULL,
+        term text NOT NULL,
+        n integer NOT NULL
+    );
+    CREATE INDEX term_changes_term ON term_changes(team_id, term);
+    CREATE OR REPLACE FUNCTION records_terms() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        gone text[] := '{}';
+        came text[] := '{}';
+        tid bigint;
+    BEGIN
+        IF TG_OP <> 'INSERT' AND OLD.tsv IS NOT NULL THEN
+            gone := tsvector_to_array(OLD.tsv) || ''::text;
+        END IF;
+        IF TG_OP <> 'DELETE' AND NEW.tsv IS NOT NULL THEN
+            came := tsvector_to_array(NEW.tsv) || ''::text;
+        END IF;
+        tid := CASE WHEN TG_OP = 'DELETE' THEN OLD.team_id ELSE NEW.team_id END;
+        INSERT INTO term_changes (team_id, term, n)
+            SELECT tid, d.term, sum(d.n) FROM (
+                SELECT unnest(came) AS term, 1 AS n UNION ALL SELECT unnest(gone), -1
+            ) d GROUP BY d.term HAVING sum(d.n) <> 0;
+        RETURN NULL;
+    END $$;
+    """,
+)
+
+# The queue churns (every write adds rows, every fold deletes them): vacuumed after 1 000 dead rows
+# whatever its size, not after the default 20 % of a table that is nearly always empty; and never
+# truncated, as truncating waits up to 5 s for an exclusive lock that then holds every write up
+# (pushes of ~5.5 s, one per VACUUM, in bench/team_scale.py).
+migration(
+    "m004_term_changes_vacuum",
+    """
+    ALTER TABLE term_changes SET (
+        autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0, vacuum_truncate = false
+    );
+    """,
+)
+
+# GIN's fast update parks new entries in a pending list that every full-text look-up then reads in
+# full until a VACUUM (or 4 MB of them) merges it: under a stream of pushes by_terms grew from ~3 ms
+# to ~110 ms at 100 000 records (8 976 pending entries, autovacuum off; bench/team_scale.py). Entries
+# now go straight into the index: a push costs a little more, a search never reads a pending list.
+migration(
+    "m005_full_text_without_pending_list",
+    """
+    ALTER INDEX records_tsv SET (fastupdate = off);
+    SELECT gin_clean_pending_list('records_tsv'::regclass);
+    """,
+)
+
+
 def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:
     """Create ``schema`` if missing and apply what is missing on ``conn`` (autocommit, its
     search_path set to the schema); returns the names applied now."""

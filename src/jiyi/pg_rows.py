@@ -17,6 +17,16 @@ COLUMNS = (
     "project_key, environment, tool_name, outcome, sources, used_success, evidence_refs, session_id, "
     "created, updated, reproduction, verification, forgotten"
 )
+# What a record is read with: its row, then its signatures, symbols and the marks others made on
+# it (``[source id, relation]`` in the order made) as arrays, from ``records r``.
+SELECT = (
+    COLUMNS + ", ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY sig), "
+    "ARRAY(SELECT symbol FROM symbols s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol), "
+    "(SELECT jsonb_agg(jsonb_build_array(CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex, "
+    "rel.relation) ORDER BY rel.created, rel.source_hex) FROM relations rel LEFT JOIN records src "
+    "ON src.team_id = rel.team_id AND src.hex = rel.source_hex "
+    "WHERE rel.team_id = r.team_id AND rel.target_hex = r.hex)"
+)
 PUT_COLUMNS = [c.strip() for c in COLUMNS.split(",")] + [
     "topic_scope", "key_lines", "normalized", "sig_algorithm", "tsv",
 ]  # fmt: skip
@@ -51,12 +61,11 @@ def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any,
     )  # fmt: skip
 
 
-def row_record(
-    row: tuple[Any, ...], marks: dict[str, list[Relation]], sigs: dict[str, list[str]], syms: dict[str, list[str]]
-) -> Record:
+def row_record(row: tuple[Any, ...]) -> Record:
+    """The record of a row read with ``SELECT``."""
     (hexid, remote, title, kind, scope, what, why, loc, learned, topic, revision, fix, origin, project,
      project_key, environment, tool, outcome, sources, used, refs, session_id, created, updated,
-     reproduction, verification, forgotten) = row  # fmt: skip
+     reproduction, verification, forgotten, sigs, syms, marks) = row  # fmt: skip
     return Record(
         hex=hexid,
         remote=bool(remote),
@@ -83,9 +92,9 @@ def row_record(
         created=created,
         updated=updated,
         forgotten=bool(forgotten),
-        signatures=tuple(sigs.get(hexid, ())),
-        symbols=tuple(syms.get(hexid, ())),
-        marked=marks.get(hexid, []),
+        signatures=tuple(sigs),
+        symbols=tuple(syms),
+        marked=[Relation(source, relation) for source, relation in marks or ()],
         reproduction=Reproduction.from_dict(reproduction) if reproduction else None,
         verification=Verification.from_dict(verification) if verification else None,
     )

@@ -9,16 +9,18 @@ exposed here as methods.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
 from .pg_database import Cursor, Member, PgDatabase, Team
-from .pg_rows import COLUMNS, PUT_SQL, record_row, row_record
+from .pg_rows import PUT_SQL, SELECT, record_row, row_record
 from .pg_search import PgSearch
 from .pg_sessions import PgSessions
-from .records import Record, Relation, Revision, Verification, now
+from .records import Record, Revision, Verification, now
 from .store import Store
 
 if TYPE_CHECKING:
@@ -50,12 +52,10 @@ class PgStore(PgSearch, PgSessions, Store):
 
     def integrity_check(self) -> list[str]:
         problems: list[str] = []
+        counted = self.term_stats([]).total
         with self.db.cursor() as cur:
-            cur.execute("SELECT docs FROM terms WHERE team_id = %s AND term = ''", (self.team,))
-            row = cur.fetchone()
             cur.execute("SELECT count(*) FROM records WHERE team_id = %s AND tsv IS NOT NULL", (self.team,))
             indexed = int(cur.fetchone()[0])  # type: ignore[index]
-            counted = int(row[0]) if row else 0
             if counted != indexed:
                 problems.append(f"term counts: {counted} indexed records counted, {indexed} found")
             cur.execute(
@@ -65,42 +65,31 @@ class PgStore(PgSearch, PgSessions, Store):
                 problems.append(f"full-text index: {wrong} records indexed when forgotten or not when live")
         return problems
 
+    @contextmanager
+    def writing(self) -> Iterator[Cursor]:
+        """A write's transaction, and once it committed the term queue's clean-up when due."""
+        with self.db.cursor() as cur:
+            yield cur
+        self.vacuum_if_due()
+
     def bump(self, cur: Cursor, hexids: list[str]) -> None:
         """Give the records a new ``seq``, last in the transaction and under the team's lock, so a
-        pull never skips a change that commits late (seq order is commit order)."""
+        pull never skips a change that commits late (seq order is commit order). The term changes
+        are folded just before, on the same connection: a fold after the commit took a second
+        pooled connection per push, and under load each check-out waits its turn again."""
+        self.fold_into(cur)
         cur.execute("SELECT pg_advisory_xact_lock(%s, %s::int)", (self.db.lock_class, self.team))
         cur.execute(
             "UPDATE records SET seq = nextval('record_seq') WHERE team_id = %s AND hex = ANY(%s)", (self.team, hexids)
         )
 
     # -- records -----------------------------------------------------------------------------
-    def _records(self, cur: Cursor, rows: list[tuple[Any, ...]]) -> list[Record]:
-        hexids = [row[0] for row in rows]
-        marks: dict[str, list[Relation]] = {}
-        sigs: dict[str, list[str]] = {}
-        syms: dict[str, list[str]] = {}
-        if hexids:
-            cur.execute(
-                "SELECT rel.target_hex, rel.source_hex, rel.relation, COALESCE(src.remote, false) FROM relations rel "
-                "LEFT JOIN records src ON src.team_id = rel.team_id AND src.hex = rel.source_hex "
-                "WHERE rel.team_id = %s AND rel.target_hex = ANY(%s) ORDER BY rel.created, rel.source_hex",
-                (self.team, hexids),
-            )
-            for target, source, relation, remote in cur.fetchall():
-                marks.setdefault(target, []).append(Relation(("rr_" if remote else "lr_") + source, relation))
-            for table, column, into in (("signatures", "sig", sigs), ("symbols", "symbol", syms)):
-                cur.execute(
-                    f"SELECT hex, {column} FROM {table} WHERE team_id = %s AND hex = ANY(%s) ORDER BY hex, {column}",
-                    (self.team, hexids),
-                )
-                for hexid, value in cur.fetchall():
-                    into.setdefault(hexid, []).append(value)
-        return [row_record(row, marks, sigs, syms) for row in rows]
-
     def _select(self, where: str, params: Iterable[Any], tail: str = "") -> list[Record]:
-        with self.db.cursor() as cur:
-            cur.execute(f"SELECT {COLUMNS} FROM records WHERE team_id = %s AND {where} {tail}", (self.team, *params))
-            return self._records(cur, cur.fetchall())
+        # One statement: each record's signatures, symbols and marks come as arrays of its row
+        # (were three more statements, a round trip each, for every load).
+        with self.reading() as cur:
+            cur.execute(f"SELECT {SELECT} FROM records r WHERE team_id = %s AND {where} {tail}", (self.team, *params))
+            return [row_record(row) for row in cur.fetchall()]
 
     def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None:
         found = self._select("hex = %s" + ("" if include_forgotten else " AND NOT forgotten"), (hexid,))
@@ -176,7 +165,7 @@ class PgStore(PgSearch, PgSessions, Store):
         marks: Iterable[tuple[str, str]] = (),
         session_id: str | None = None,
     ) -> None:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             self.put(cur, record, derived)
             cur.execute(
                 "INSERT INTO revisions (team_id, hex, revision, session_id, created, change, snapshot) "
@@ -195,7 +184,7 @@ class PgStore(PgSearch, PgSessions, Store):
 
     def write_many(self, items: Iterable[tuple[Record, Revision, Derived]]) -> int:
         written: list[str] = []
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             for record, revision, derived in items:
                 self.put(cur, record, derived)
                 cur.execute(
@@ -217,7 +206,7 @@ class PgStore(PgSearch, PgSessions, Store):
         return ("", ()) if row is None else (str(row[0]), tuple(row[1]))
 
     def reindex_record(self, record: Record, derived: Derived) -> None:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             self.put(cur, record, derived)
             self.bump(cur, [record.hex])
 
@@ -246,14 +235,13 @@ class PgStore(PgSearch, PgSessions, Store):
         while True:
             with self.db.cursor() as cur:
                 cur.execute(
-                    f"SELECT rid, {COLUMNS} FROM records WHERE team_id = %s AND rid > %s{flt} ORDER BY rid LIMIT 500",
+                    f"SELECT rid, {SELECT} FROM records r WHERE team_id = %s AND rid > %s{flt} ORDER BY rid LIMIT 500",
                     (self.team, last),
                 )
                 rows = cur.fetchall()
-                batch = self._records(cur, [row[1:] for row in rows])
-            if not batch:
+            if not rows:
                 return
-            yield from batch
+            yield from (row_record(row[1:]) for row in rows)
             last = rows[-1][0]
 
     def count(self, *, include_forgotten: bool = False) -> int:
@@ -263,7 +251,7 @@ class PgStore(PgSearch, PgSessions, Store):
             return int(cur.fetchone()[0])  # type: ignore[index]
 
     def forget(self, hexid: str) -> bool:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             cur.execute(
                 "UPDATE records SET forgotten = true, updated = %s, tsv = NULL "
                 "WHERE team_id = %s AND hex = %s AND NOT forgotten",
@@ -279,7 +267,7 @@ class PgStore(PgSearch, PgSessions, Store):
     def purge(self, hexid: str) -> bool:
         # PostgreSQL keeps a deleted row's bytes until VACUUM reuses the page; autovacuum does that
         # for these tables, and `VACUUM` right away is the database administrator's call.
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             cur.execute("DELETE FROM records WHERE team_id = %s AND hex = %s", (self.team, hexid))
             if cur.rowcount != 1:
                 return False
@@ -290,6 +278,7 @@ class PgStore(PgSearch, PgSessions, Store):
                 "DELETE FROM relations WHERE team_id = %s AND (source_hex = %s OR target_hex = %s)",
                 (self.team, hexid, hexid),
             )
+            self.fold_into(cur)  # no seq to move (the record is gone); its term counts still move
             return True
 
     def add_evidence(
@@ -339,7 +328,7 @@ class PgStore(PgSearch, PgSessions, Store):
     def import_record(
         self, record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]], derived: Derived
     ) -> bool:
-        with self.db.cursor() as cur:
+        with self.writing() as cur:
             cur.execute("SELECT 1 FROM records WHERE team_id = %s AND hex = %s", (self.team, record.hex))
             if cur.fetchone():
                 return False
@@ -409,4 +398,7 @@ class PgStore(PgSearch, PgSessions, Store):
         global records and, with ``project_key``, that project's."""
         from .ranking import Query, rank
 
-        return rank(self, Query(text=query, project_key=project_key), limit=limit)
+        with ExitStack() as search:
+            pinned = copy.copy(self)
+            pinned._search = search
+            return rank(pinned, Query(text=query, project_key=project_key), limit=limit)

@@ -51,7 +51,7 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
     record, revisions, marks = _parse(data)
     derived = derive(record)  # before the transaction: no lock waits on the analysis
     team = store.team
-    with store.db.cursor() as cur:
+    with store.writing() as cur:
         # The row lock orders concurrent pushes of one record; two first pushes meet on the primary key
         # (the second waits for the first, then updates).
         cur.execute(
@@ -75,8 +75,8 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
             (team, record.hex, member, record.sources, record.used_success),
         )
         changed = cur.rowcount > 0 or changed
-        # The record's row last: writing its full text locks the team's shared term counts (and
-        # the count of records) until the commit, so every push waits for those of the others.
+        # The record's row last, after the evidence: the fewer statements that follow it, the
+        # shorter a concurrent first push of the same record waits on its primary key.
         if row is None or record.revision > int(row[0]):
             # The server's own state survives a newer revision: its replays and what they concluded.
             record.forgotten = False
@@ -99,10 +99,12 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
         if changed:
             # After the row is written: a concurrent first push of the record has committed by then,
             # and its member's evidence counts.
+            # Only when the sums differ: each new row version re-enters every index, the record's
+            # full-text entries included (usually the sums are what the put just wrote).
             cur.execute(
                 "UPDATE records r SET sources = e.sources, used_success = e.used FROM (SELECT sum(sources) AS sources, "
-                "sum(used_success) AS used FROM evidence WHERE team_id = %s AND hex = %s) e "
-                "WHERE r.team_id = %s AND r.hex = %s",
+                "sum(used_success) AS used FROM evidence WHERE team_id = %s AND hex = %s) e WHERE r.team_id = %s "
+                "AND r.hex = %s AND (r.sources, r.used_success) IS DISTINCT FROM (e.sources, e.used)",
                 (team, record.hex, team, record.hex),
             )
             store.bump(cur, [record.hex])
