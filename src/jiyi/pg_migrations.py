@@ -246,7 +246,7 @@ migration(
 # each write folds what is pending into ``terms`` just before its commit, one folder at a time (the
 # others skip); a count is ``terms`` plus what is still pending, so it stays exact.
 migration(
-    "m003_term_changes",
+    "m004_term_changes",
     """
     CREATE TABLE term_changes (
         team_id bigint NOT NULL,
@@ -281,7 +281,7 @@ migration(
 # truncated, as truncating waits up to 5 s for an exclusive lock that then holds every write up
 # (pushes of ~5.5 s, one per VACUUM, in bench/team_scale.py).
 migration(
-    "m004_term_changes_vacuum",
+    "m005_term_changes_vacuum",
     """
     ALTER TABLE term_changes SET (
         autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_scale_factor = 0, vacuum_truncate = false
@@ -294,7 +294,7 @@ migration(
 # to ~110 ms at 100 000 records (8 976 pending entries, autovacuum off; bench/team_scale.py). Entries
 # now go straight into the index: a push costs a little more, a search never reads a pending list.
 migration(
-    "m005_full_text_without_pending_list",
+    "m006_full_text_without_pending_list",
     """
     ALTER INDEX records_tsv SET (fastupdate = off);
     SELECT gin_clean_pending_list('records_tsv'::regclass);

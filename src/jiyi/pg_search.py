@@ -6,7 +6,7 @@ The vector is built here, not by a PostgreSQL text-search parser, so its terms a
 SQLite's FTS5 indexes (no stemming; ``pthread_create`` one term, CJK bigrams as they are); a query
 is quoted lexemes OR-ed, so no text ever reaches tsquery syntax. Document counts per term come from
 the ``terms`` table (``ts_stat`` would read every vector) plus the changes a trigger appended to
-``term_changes`` that ``fold_terms`` has not moved there yet (``pg_migrations`` m003).
+``term_changes`` that ``fold_terms`` has not moved there yet (``pg_migrations`` m004).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ _TERM_SCAN = 2000
 # Every fold leaves its rows dead in term_changes, and an index scan or the next fold's delete still
 # reads them until a VACUUM: with autovacuum off, 74 000 dead rows after ~5 000 pushes at 1 000 000
 # records made each fold's delete 4.5 ms and term_stats 2 ms (bench/team_scale.py). So a process
-# vacuums the queue itself after folding this many rows (m004 asks autovacuum for the same).
+# vacuums the queue itself after folding this many rows (m005 asks autovacuum for the same).
 _VACUUM_AFTER = 5000
 _FOLDED: dict[str, int] = {}  # rows folded per schema by this process since its last VACUUM
 _FOLDED_LOCK = threading.Lock()
@@ -178,7 +178,7 @@ class PgSearch:
 
     def _vacuum_term_changes(self) -> None:
         # Outside a transaction, as VACUUM must be; SKIP_LOCKED: another process's VACUUM is as good;
-        # no truncation (m004): its exclusive lock would hold up every write.
+        # no truncation (m005): its exclusive lock would hold up every write.
         with self.db.pool.connection() as conn:
             conn.autocommit = True
             try:
