@@ -33,6 +33,32 @@ def _query(name: str, kind: str, description: str, *, required: bool = False) ->
     return {"name": name, "in": "query", "required": required, "schema": {"type": kind}, "description": description}
 
 
+def _paged(summary: str, cursor: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A GET read by cursor: ``records`` of ``item``, the next ``cursor`` and whether ``more`` wait."""
+    return {
+        "get": {
+            "summary": summary,
+            "parameters": [
+                _query("cursor", "integer", cursor),
+                _query("limit", "integer", "1..1000, default 200"),
+            ],
+            "responses": {
+                "200": _json(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "records": {"type": "array", "items": item},
+                            "cursor": {"type": "integer"},
+                            "more": {"type": "boolean"},
+                        },
+                    }
+                ),
+                **_ERRORS,
+            },
+        }
+    }
+
+
 def document() -> dict[str, Any]:
     line = {
         "type": "object",
@@ -138,28 +164,11 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/changes": {
-                "get": {
-                    "summary": "The team's records changed since a cursor, in change order",
-                    "parameters": [
-                        _query("cursor", "integer", "the last `cursor` received (0 at first)"),
-                        _query("limit", "integer", "1..1000, default 200"),
-                    ],
-                    "responses": {
-                        "200": _json(
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "records": {"type": "array", "items": _ref("Pulled")},
-                                    "cursor": {"type": "integer"},
-                                    "more": {"type": "boolean"},
-                                },
-                            }
-                        ),
-                        **_ERRORS,
-                    },
-                }
-            },
+            "/v1/changes": _paged(
+                "The team's records changed since a cursor, in change order",
+                "the last `cursor` received (0 at first)",
+                _ref("Pulled"),
+            ),
             "/v1/search": {
                 "get": {
                     "summary": "Rank the team's records for a query (SPEC §4 signals)",
@@ -238,39 +247,19 @@ def document() -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/forgotten": {
-                "get": {
-                    "summary": "The team's records forgotten or purged since a cursor, in change order",
-                    "parameters": [
-                        _query("cursor", "integer", "the last `cursor` received from this endpoint (0 at first)"),
-                        _query("limit", "integer", "1..1000, default 200"),
-                    ],
-                    "responses": {
-                        "200": _json(
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "records": {
-                                        "type": "array",
-                                        "items": {
-                                            "type": "object",
-                                            "properties": {
-                                                "hex": {"type": "string"},
-                                                "purged": {"type": "boolean"},
-                                                "at": {"type": "string"},
-                                                "seq": {"type": "integer"},
-                                            },
-                                        },
-                                    },
-                                    "cursor": {"type": "integer"},
-                                    "more": {"type": "boolean"},
-                                },
-                            }
-                        ),
-                        **_ERRORS,
+            "/v1/forgotten": _paged(
+                "The team's records forgotten or purged since a cursor, in change order",
+                "the last `cursor` received from this endpoint (0 at first)",
+                {
+                    "type": "object",
+                    "properties": {
+                        "hex": {"type": "string"},
+                        "purged": {"type": "boolean"},
+                        "at": {"type": "string"},
+                        "seq": {"type": "integer"},
                     },
-                }
-            },
+                },
+            ),
             "/v1/verify/candidates": {
                 "get": {
                     "summary": "Records with a fix and a reproduction and no replay yet",
