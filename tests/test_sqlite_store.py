@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 import jiyi
-from jiyi import migrations
+from jiyi import migrations, sqlite_store
 from jiyi.config import Settings
 from jiyi.errors import Unavailable
+from jiyi.indexing import derive
+from jiyi.records import Record, Revision, new_hex, now, snapshot
 from jiyi.sqlite_store import SQLiteStore
 
 from .helpers import ZLIB, note
@@ -171,8 +173,6 @@ def test_store_that_cannot_be_opened_is_unavailable(tmp_path: Path) -> None:
 
 
 def test_write_many_writes_a_batch_in_one_transaction(jiyi_home: Path) -> None:
-    from jiyi.indexing import derive
-    from jiyi.records import Record, Revision, new_hex, now, snapshot
     from jiyi.store import TermStats
 
     def made(i: int) -> Record:
@@ -201,3 +201,25 @@ def test_write_many_writes_a_batch_in_one_transaction(jiyi_home: Path) -> None:
     assert store.get(fresh.hex) is None
     assert store.count() == 2
     store.close()
+
+
+def test_a_common_term_is_ranked_among_its_newest_matches_only(
+    jiyi_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamp = now()
+
+    def made(i: int, title: str) -> Record:
+        return Record(
+            hex=new_hex(), title=title, type="bugfix", scope="global",
+            what=f"ld: undefined symbol deflate ({i})", why="why", where="where", learned="learned",
+            project="p", project_key="p", session_id="s", created=stamp, updated=stamp,
+        )  # fmt: skip
+
+    store = SQLiteStore(jiyi_home / "jiyi.db")
+    # The oldest has the term in its title too: the best bm25 rank of all five.
+    records = [made(0, "deflate deflate"), *(made(i, f"record {i}") for i in range(1, 5))]
+    store.write_many([(r, Revision(r.hex, 1, "s", r.created, "created", snapshot(r)), derive(r)) for r in records])
+    assert store.by_terms(["deflate"], 1) == [records[0].hex]
+    monkeypatch.setattr(sqlite_store, "_TERM_SCAN", 3)
+    found = store.by_terms(["deflate"], 5)
+    assert sorted(found) == sorted(r.hex for r in records[2:])

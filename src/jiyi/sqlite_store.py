@@ -35,6 +35,8 @@ _COMMON_TERM_DOCS = 100
 _COMMON_KEY_RECORDS = 2000
 # A key common everywhere yields the most recent of this many times the places asked for.
 _COMMON_SAMPLE = 4
+# Matches of a full-text look-up ranked at most (the newest); by_terms says why.
+_TERM_SCAN = 2000
 # An older full-text index is re-derived on open, _UPGRADE_BATCH records a transaction (~17 ms
 # here, so other writers wait little) for at most _UPGRADE_ON_OPEN_S: ~6 000 records, all of most
 # stores. Measured at ~34 µs a record: 100 000 records take 3.3 s in all (reindex.py).
@@ -687,12 +689,16 @@ class SQLiteStore(Store):
         from .lexical import match_expression
 
         # Ranked in a subquery: joined before the sort, every match would cost a records look-up
-        # (2-3x the time of the ranking alone).
+        # (2-3x the time of the ranking alone). Ranked among the newest _TERM_SCAN matches only, as
+        # the PostgreSQL store bounds its scan: the rarest term of a query can still be common
+        # (`symbol` in ~half of 1 000 000 records took 55 ms to rank in full, bench/scale.py).
         sql = (
-            "SELECT r.hex FROM (SELECT rowid AS id, bm25(records_fts, 2.0, 1.0) AS rank FROM records_fts "
-            "WHERE records_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN records r ON r.rid = f.id ORDER BY f.rank"
+            "SELECT r.hex FROM (SELECT id, rank FROM (SELECT rowid AS id, bm25(records_fts, 2.0, 1.0) AS rank "
+            "FROM records_fts WHERE records_fts MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY rank LIMIT ?) f "
+            "JOIN records r ON r.rid = f.id ORDER BY f.rank"
         )
-        return self._guard(lambda db: [r[0] for r in db.execute(sql, (match_expression(terms), limit))])
+        expression = match_expression(terms)
+        return self._guard(lambda db: [r[0] for r in db.execute(sql, (expression, _TERM_SCAN, limit))])
 
     def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
         keys = list(dict.fromkeys(hexids))
