@@ -3,6 +3,7 @@ cannot lose it: the queued row stays until its record is in the store, and writi
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -231,3 +232,23 @@ def test_the_finisher_is_started_detached(jiyi_home: Path, project: Path, starte
 
 # The real one, kept before the ``started`` fixture replaces it in a test.
 _real_start = loop_closing.start_finisher
+
+
+def test_jiyi_doctor_shows_the_queue(tmp_path: Path, jiyi_home: Path, project: Path, started: list[str]) -> None:
+    def doctor(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "jiyi", "doctor", *args],
+            capture_output=True,
+            text=True,
+            env=hook_env(tmp_path, jiyi_home),
+            timeout=60,
+        )
+
+    _closed_and_queued(project, jiyi_home)
+    assert json.loads(doctor("--json").stdout)["auto_records_queued"] == {"waiting": 1, "given_up": 0}
+    with sqlite3.connect(jiyi_home / "jiyi.db") as db:
+        db.execute("UPDATE auto_record_queue SET attempts = ?", (loop_closing.MAX_ATTEMPTS,))
+    db.close()
+    text = doctor().stdout.splitlines()
+    assert "automatic records queued: 0 waiting, 1 given up (the next hook event finishes the waiting ones)" in text
+    assert text[-1] == "ok"

@@ -430,6 +430,15 @@ class SQLiteStore(Store):
     # ``lexical_upgrade`` = "<version>:<rid>" while an upgrade is under way: every record up to
     # that rid has been re-derived. Each batch is one transaction, so an upgrade stopped anywhere
     # (a killed process, a full disk) loses nothing and resumes where it was.
+    def auto_record_queue(self) -> tuple[int, int]:
+        """(automatic records waiting for a finisher, rows given up on after MAX_ATTEMPTS): what
+        ``jiyi doctor`` shows of loop_closing's queue."""
+        from .loop_closing import MAX_ATTEMPTS
+
+        sql = "SELECT count(*), coalesce(sum(attempts >= ?), 0) FROM auto_record_queue"
+        waiting, given_up = self._guard(lambda db: db.execute(sql, (MAX_ATTEMPTS,)).fetchone())
+        return int(waiting) - int(given_up), int(given_up)
+
     def lexical_state(self) -> tuple[int, int]:
         """(version the whole index was built with, records still to re-derive to lexical.VERSION)."""
         from .lexical import VERSION

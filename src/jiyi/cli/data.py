@@ -10,6 +10,7 @@ import click
 from .. import transfer
 from ..errors import JiyiError
 from ..memory import Memory
+from ..sqlite_store import SQLiteStore
 from .common import emit_json, json_option, opened
 
 
@@ -104,6 +105,11 @@ def doctor_command(as_json: bool) -> None:
         report["records"] = store.count()
         version, left = store.lexical_state()
         report["lexical"] = {"version": version, "current": _terms_version(), "left": left}
+        if isinstance(store, SQLiteStore):
+            # Written by a detached finisher after the hook (loop_closing.py); a row given up on
+            # stays for inspection.
+            waiting, given_up = store.auto_record_queue()
+            report["auto_records_queued"] = {"waiting": waiting, "given_up": given_up}
         report["ok"] = not problems
     except JiyiError as exc:
         report["problems"] = [getattr(exc, "reason", "") or exc.message]
@@ -120,6 +126,12 @@ def doctor_command(as_json: bool) -> None:
             click.echo(f"records: {report['records']}")
         if "lexical" in report:
             click.echo(_lexical_line(report["lexical"]))  # type: ignore[arg-type]
+        queued = report.get("auto_records_queued")
+        if isinstance(queued, dict) and (queued["waiting"] or queued["given_up"]):
+            click.echo(
+                f"automatic records queued: {queued['waiting']} waiting, {queued['given_up']} given up "
+                "(the next hook event finishes the waiting ones)"
+            )
         for problem in report["problems"]:  # type: ignore[attr-defined]
             click.echo(f"problem: {problem}")
         click.echo("ok" if report["ok"] else "记忆暂不可用")
