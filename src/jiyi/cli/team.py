@@ -203,6 +203,57 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
         click.echo("no teams yet: jiyi team admin create-team NAME")
 
 
+@admin_group.command("reindex")
+@click.option("--terms", "terms_only", is_flag=True, help="Re-derive the full-text search terms (required).")
+@click.option("--team", default=None, help="Only this team (name or id; default: every team).")
+@dsn_option
+@schema_option
+@json_option
+def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, as_json: bool) -> None:
+    """Bring the teams' full-text search terms up to the current version, a batch a transaction.
+
+    Safe while servers serve and pushes arrive; stopped anywhere, the next run (or server start)
+    resumes. Only the terms: each machine re-signs its own records (jiyi reindex) and pushes them.
+    """
+    if not terms_only:
+        raise click.UsageError("give --terms: on the server only the search terms are re-derived")
+    from ..lexical import VERSION
+    from ..pg_lexical import old_teams
+    from ..pg_store import PgStore
+    from ..reindex import BATCH
+
+    report: list[dict[str, Any]] = []
+    with _database(dsn, schema) as db:
+        try:
+            teams = {t.id: t.name for t in db.list_teams()}
+            wanted = [db.team_id(int(team) if team.isdigit() else team)] if team else list(teams)
+            old = set(old_teams(db, VERSION))
+            with progress() as bar:
+                for team_id in wanted:
+                    store = PgStore(db, team_id)
+                    done = 0
+                    if team_id in old:
+                        _, left = store.lexical_state()
+                        task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
+                        # Waits for another process's batch rather than stopping: both then take turns.
+                        while step := store.upgrade_lexical(BATCH, wait=True):
+                            done += step
+                            bar.advance(task, step)
+                    version, left = store.lexical_state()
+                    report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
+        except JiyiError as exc:
+            _fail(exc)
+    if as_json:
+        emit_json({"current": VERSION, "teams": report})
+        return
+    for entry in report:
+        click.echo(
+            f"{entry['team']}: search terms of {entry['upgraded']} records re-derived, version {entry['version']}"
+        )
+    if not report:
+        click.echo("no teams yet")
+
+
 # -- this machine ------------------------------------------------------------------------------
 
 
