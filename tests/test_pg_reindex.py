@@ -17,6 +17,8 @@ pytestmark = pytest.mark.postgres
 
 psycopg = pytest.importorskip("psycopg")
 
+from starlette.testclient import TestClient  # noqa: E402
+
 from jiyi import indexing, lexical, pg_lexical, reindex  # noqa: E402
 from jiyi.cli import main  # noqa: E402
 from jiyi.errors import Unavailable  # noqa: E402
@@ -243,3 +245,36 @@ def test_the_admin_command_finishes_every_team(pg_schema: tuple[str, str], db: P
     assert kept == fresh
     missing = CliRunner().invoke(main, [*args, "--terms", "--team", "gamma"])
     assert missing.exit_code == 1 and "gamma" in missing.output
+
+
+def test_a_server_worker_re_derives_at_start_and_then_serves(
+    pg_schema: tuple[str, str], db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jiyi import team_server
+
+    dsn, schema = pg_schema
+    store, russian, _ = _team(db, "a", 2)
+    _make_old(store)
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    app = team_server.app_from_env()  # what each `jiyi team serve` worker builds
+    assert store.lexical_state() == (lexical.VERSION, 0)
+    assert _found(store, RUSSIAN_QUERY) == [russian.hex]
+    with TestClient(app) as client:  # its lifespan closes the worker's pool afterwards
+        assert client.get("/v1/health").json() == {"ok": True}
+
+
+def test_the_admin_list_says_which_teams_are_upgrading(pg_schema: tuple[str, str], db: PgDatabase) -> None:
+    dsn, schema = pg_schema
+    store, _, _ = _team(db, "alpha", 1)
+    _team(db, "beta", 0)
+    _make_old(store)
+    args = ["team", "admin", "list", "--dsn", dsn, "--schema", schema]
+    listed = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    assert [t["terms"] for t in listed] == [
+        {"version": 1, "current": lexical.VERSION, "left": 3},
+        {"version": lexical.VERSION, "current": lexical.VERSION, "left": 0},
+    ]
+    text = CliRunner().invoke(main, args).stdout
+    assert f"  search terms: version 1, upgrading to {lexical.VERSION}: 3 records left" in text
+    assert text.count("search terms") == 1

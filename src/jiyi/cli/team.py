@@ -178,8 +178,12 @@ def revoke_command(token: str | None, team: str | None, member: str | None, dsn:
 @json_option
 def list_command(dsn: str, schema: str, as_json: bool) -> None:
     """The teams, their members and how many live tokens each has."""
+    from ..lexical import VERSION
+    from ..pg_store import PgStore
+
     with _database(dsn, schema) as db:
         teams = db.list_teams()
+        terms = {t.id: PgStore(db, t.id).lexical_state() for t in teams}
         with db.cursor() as cur:
             cur.execute(
                 "SELECT team_id, member, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
@@ -190,13 +194,26 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
     for team_id, member, live, total in rows:
         members.setdefault(int(team_id), []).append({"member": member, "live_tokens": live, "tokens": total})
     data: list[dict[str, Any]] = [
-        {"team": t.name, "id": t.id, "created": t.created, "members": members.get(t.id, [])} for t in teams
+        {
+            "team": t.name,
+            "id": t.id,
+            "created": t.created,
+            "members": members.get(t.id, []),
+            "terms": {"version": terms[t.id][0], "current": VERSION, "left": terms[t.id][1]},
+        }
+        for t in teams
     ]
     if as_json:
         emit_json(data)
         return
     for entry in data:
         click.echo(f"{entry['team']} (id {entry['id']}, created {entry['created'][:10]})")
+        version, left = entry["terms"]["version"], entry["terms"]["left"]
+        if version < VERSION:  # search works meanwhile: the records left lack only the new terms
+            click.echo(
+                f"  search terms: version {version}, upgrading to {VERSION}: {left} records left "
+                "(jiyi team admin reindex --terms finishes it)"
+            )
         for m in entry["members"]:
             click.echo(f"  {m['member']}: {m['live_tokens']} live token(s) of {m['tokens']}")
     if not data:
