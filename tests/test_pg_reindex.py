@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -25,8 +26,10 @@ from jiyi.errors import Unavailable  # noqa: E402
 from jiyi.indexing import derive  # noqa: E402
 from jiyi.pg_search import tsvector_text  # noqa: E402
 from jiyi.pg_store import PgDatabase, PgStore  # noqa: E402
-from jiyi.records import Record  # noqa: E402
+from jiyi.records import Record, now  # noqa: E402
+from jiyi.sqlite_store import SQLiteStore  # noqa: E402
 
+from .test_pg_store import line  # noqa: E402
 from .test_reindex import RUSSIAN, RUSSIAN_QUERY, _version_1_terms  # noqa: E402
 from .test_store_contract import first, made  # noqa: E402
 
@@ -278,3 +281,49 @@ def test_the_admin_list_says_which_teams_are_upgrading(pg_schema: tuple[str, str
     text = CliRunner().invoke(main, args).stdout
     assert f"  search terms: version 1, upgrading to {lexical.VERSION}: 3 records left" in text
     assert text.count("search terms") == 1
+
+
+def _stale(store: PgStore) -> list[str]:
+    """The live records whose vector is not what this code derives from their text."""
+    with store.db.cursor() as cur:
+        cur.execute(
+            "SELECT hex, title, what, why, loc, learned FROM records WHERE team_id = %s AND NOT forgotten",
+            (store.team,),
+        )
+        rows = cur.fetchall()
+        cur.execute(
+            "SELECT r.hex FROM records r JOIN unnest(%s::text[], %s::text[]) v(hex, tsv) ON r.hex = v.hex "
+            "WHERE r.team_id = %s AND r.tsv IS DISTINCT FROM v.tsv::tsvector",
+            (
+                [row[0] for row in rows],
+                [tsvector_text(*indexing.lexical_index(*row[1:])) for row in rows],
+                store.team,
+            ),
+        )
+        return [str(row[0]) for row in cur.fetchall()]
+
+
+def test_pushes_while_an_upgrade_runs_all_end_indexed_by_their_own_text(db: PgDatabase, tmp_path: Path) -> None:
+    store, _, _ = _team(db, "a", 20)
+    _make_old(store)
+    assert len(_stale(store)) == 2  # the Russian and accented records; ASCII terms are the same in both
+    client = SQLiteStore(tmp_path / "client.db")
+    try:
+        # Every other record: the rest (the Russian one among them) only the upgrade re-derives.
+        lines = [
+            line(client, replace(r, title=f"Ошибка сборки {i}", revision=r.revision + 1, updated=now()))
+            for i, r in enumerate(store.iter_records())
+            if i % 2 and r.what != RUSSIAN
+        ]
+    finally:
+        client.close()
+    pushed: list[bool] = []
+    pusher = threading.Thread(target=lambda: pushed.extend(store.merge_pushed(x, "alice") for x in lines))
+    pusher.start()
+    while store.upgrade_lexical(3):
+        pass
+    pusher.join(30)
+    assert pushed == [True] * len(lines) and len(lines) >= 10
+    assert _stale(store) == [] and store.lexical_state() == (lexical.VERSION, 0)
+    kept, fresh = _counts(store)
+    assert kept == fresh and fresh["ошибка"] == len(lines) and fresh["нет"] == 1
