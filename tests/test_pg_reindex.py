@@ -131,7 +131,7 @@ def test_a_new_team_is_current_and_a_forgotten_record_is_left_unindexed(db: PgDa
 def test_a_start_is_bounded_and_the_next_one_goes_on(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     store, russian, _ = _team(db, "a", 5)
     _make_old(store)
-    monkeypatch.setattr(reindex, "BATCH", 2)
+    monkeypatch.setattr(pg_lexical, "BATCH", 2)
     assert pg_lexical.upgrade_on_start(db, seconds=0.0) == 2  # one batch, however short the time
     assert store.lexical_state() == (1, 5)
     while pg_lexical.upgrade_on_start(db, seconds=0.0):
@@ -202,7 +202,7 @@ def _wait_for_a_lock_wait(db: PgDatabase) -> None:
 def test_servers_starting_at_once_re_derive_each_record_once(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     store, _, _ = _team(db, "a", 8)
     _make_old(store)
-    monkeypatch.setattr(reindex, "BATCH", 2)
+    monkeypatch.setattr(pg_lexical, "BATCH", 2)
     done: list[int] = []
     starts = [threading.Thread(target=lambda: done.append(pg_lexical.upgrade_on_start(db, 5.0))) for _ in range(3)]
     for start in starts:

@@ -3,6 +3,7 @@ verify). Everything here needs the team extra; without it the commands say which
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -235,9 +236,8 @@ def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, a
     if not terms_only:
         raise click.UsageError("give --terms: on the server only the search terms are re-derived")
     from ..lexical import VERSION
-    from ..pg_lexical import old_teams
+    from ..pg_lexical import old_teams, upgrade_team
     from ..pg_store import PgStore
-    from ..reindex import BATCH
 
     report: list[dict[str, Any]] = []
     with _database(dsn, schema) as db:
@@ -252,10 +252,7 @@ def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, a
                     if team_id in old:
                         _, left = store.lexical_state()
                         task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
-                        # Waits for another process's batch rather than stopping: both then take turns.
-                        while step := store.upgrade_lexical(BATCH, wait=True):
-                            done += step
-                            bar.advance(task, step)
+                        done = upgrade_team(store, functools.partial(bar.advance, task))
                     version, left = store.lexical_state()
                     report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
         except JiyiError as exc:
