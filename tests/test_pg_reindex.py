@@ -246,6 +246,8 @@ def test_the_admin_command_finishes_every_team(pg_schema: tuple[str, str], db: P
     assert _found(store, RUSSIAN_QUERY) == [russian.hex]
     kept, fresh = _counts(store)
     assert kept == fresh
+    by_id = CliRunner().invoke(main, [*args, "--terms", "--team", str(other.team), "--json"])
+    assert json.loads(by_id.output)["teams"][0]["team"] == "beta"
     missing = CliRunner().invoke(main, [*args, "--terms", "--team", "gamma"])
     assert missing.exit_code == 1 and "gamma" in missing.output
 

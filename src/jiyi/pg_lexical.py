@@ -7,12 +7,14 @@ the cursor, re-derives the next records by rid, moves the cursor and commits: an
 anywhere (a killed process, a lost connection) loses nothing and resumes where it was.
 
 While servers serve: a batch locks its records' rows (``FOR UPDATE``, in rid order) before reading
-their text, so a push of one of them waits for the batch (a few ms) and then writes its own terms
+their text, so a push of one of them waits for the batch (``BATCH``) and then writes its own terms
 over ours, or went first and we read what it wrote; its vector is never derived from text it
-replaced. Term counts stay exact by the same trigger as every write (``term_changes``: the old
-vector's terms out, the new one's in), folded before the commit as a write's are. The batch takes
-neither the team's ``seq`` lock nor a new ``seq``: the records' content is unchanged, so pulls have
-nothing new to fetch. One upgrader at a time per team: an advisory lock held for the batch.
+replaced. A writer locking several rows in another order (``write_many``, an import) can meet a
+batch in a deadlock: PostgreSQL aborts one of the two, and an aborted batch loses nothing. Term
+counts stay exact by the same trigger as every write (``term_changes``: the old vector's terms out,
+the new one's in), folded before the commit as a write's are. The batch takes neither the team's
+``seq`` lock nor a new ``seq``: the records' content is unchanged, so pulls have nothing new to
+fetch. One upgrader at a time per team: an advisory lock held for the batch.
 """
 
 from __future__ import annotations

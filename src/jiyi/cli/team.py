@@ -243,7 +243,10 @@ def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, a
     with _database(dsn, schema) as db:
         try:
             teams = {t.id: t.name for t in db.list_teams()}
-            wanted = [db.team_id(int(team) if team.isdigit() else team)] if team else list(teams)
+            wanted = list(teams)
+            if team is not None:  # a name first, as every admin command takes it; else an id
+                named = [i for i, n in teams.items() if n == team]
+                wanted = named or [db.team_id(int(team) if team.isdigit() else team)]
             old = set(old_teams(db, VERSION))
             with progress() as bar:
                 for team_id in wanted:
