@@ -256,7 +256,7 @@ def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, a
                         _, left = store.lexical_state()
                         task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
                         done = upgrade_team(store, functools.partial(bar.advance, task))
-                    version, left = store.lexical_state()
+                    version = store.lexical_state()[0]
                     report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
         except JiyiError as exc:
             _fail(exc)
