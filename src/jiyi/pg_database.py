@@ -21,7 +21,7 @@ import psycopg
 import psycopg_pool
 from psycopg.rows import TupleRow
 
-from . import pg_migrations
+from . import lexical, pg_migrations
 from .errors import InvalidArgument, Unavailable
 from .records import now
 
@@ -135,8 +135,10 @@ class PgDatabase:
                 (name, now()),
             )
             row = cur.fetchone()
-        if row is None:
-            raise InvalidArgument("team", f"already exists: {name}")
+            if row is None:
+                raise InvalidArgument("team", f"already exists: {name}")
+            # A new team has no records: its index is current (a team without this row reads as old).
+            cur.execute("INSERT INTO lexical_versions (team_id, version) VALUES (%s, %s)", (row[0], lexical.VERSION))
         return int(row[0])
 
     def list_teams(self) -> list[Team]:

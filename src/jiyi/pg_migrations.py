@@ -301,6 +301,25 @@ migration(
     """,
 )
 
+# The lexical.VERSION each team's full-text vectors were built with (pg_lexical.py), per team since a
+# team's records are its own index (every look-up and term count names the team) and a team is
+# upgraded, resumed and reported on its own. A team with no row reads as version 1, so every team of
+# a database written before this step (or by an older server still running) counts as old.
+# ``upgrade_to`` / ``after_rid`` while an upgrade is under way: every live record of the team with a
+# rid up to ``after_rid`` has been re-derived for ``upgrade_to``. No foreign key to ``teams``: a
+# record insert's key-share lock on the team's row should not meet this row's updates at all.
+migration(
+    "m007_lexical_versions",
+    """
+    CREATE TABLE lexical_versions (
+        team_id bigint PRIMARY KEY,
+        version integer NOT NULL,
+        upgrade_to integer,
+        after_rid bigint NOT NULL DEFAULT 0
+    );
+    """,
+)
+
 
 def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:
     """Create ``schema`` if missing and apply what is missing on ``conn`` (autocommit, its

@@ -2,9 +2,9 @@
 
 Every statement names the team (primary keys start with ``team_id``), so one database holds many
 teams and none can read, search or change another's records. The parts: records here (their rows
-in ``pg_rows``), look-ups and full text in ``pg_search``, sessions in ``pg_sessions``, and the team
-server's own operations (merge a push, changes since a cursor, verifications) in ``pg_team``,
-exposed here as methods.
+in ``pg_rows``), look-ups and full text in ``pg_search``, the full-text terms' version in
+``pg_lexical``, sessions in ``pg_sessions``, and the team server's own operations (merge a push,
+changes since a cursor, verifications) in ``pg_team``, exposed here as methods.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from psycopg.types.json import Jsonb
 
 from .pg_database import Cursor, Member, PgDatabase, Team
+from .pg_lexical import PgLexical
 from .pg_rows import PUT_SQL, SELECT, record_row, row_record
-from .pg_search import PgSearch
 from .pg_sessions import PgSessions
 from .records import Record, Revision, Verification, now
 from .store import Store
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["Member", "PgDatabase", "PgStore", "Team"]
 
 
-class PgStore(PgSearch, PgSessions, Store):
+class PgStore(PgLexical, PgSessions, Store):
     """The records of team ``team`` (its id) in ``db``. Safe to share between threads: each call
     takes a pooled connection for one transaction.
 

@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from .errors import Forbidden, InvalidArgument, JiyiError, NotFound, Unauthorized, Unavailable
 from .pg_database import Member, PgDatabase
+from .pg_lexical import upgrade_on_start
 from .pg_store import PgStore
 from .records import SCOPES, TYPES
 from .transfer import record_from_json
@@ -332,6 +333,7 @@ def app_from_env() -> Starlette:
     if not dsn:
         raise SystemExit("jiyi team serve: no database (--dsn or JIYI_TEAM_DSN)")
     db = PgDatabase(dsn, schema=os.environ.get("JIYI_TEAM_SCHEMA", "jiyi"))
+    upgrade_on_start(db)  # an index of older terms: a bounded while now, the rest by the admin command
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

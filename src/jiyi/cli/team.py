@@ -3,6 +3,7 @@ verify). Everything here needs the team extra; without it the commands say which
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -178,8 +179,12 @@ def revoke_command(token: str | None, team: str | None, member: str | None, dsn:
 @json_option
 def list_command(dsn: str, schema: str, as_json: bool) -> None:
     """The teams, their members and how many live tokens each has."""
+    from ..lexical import VERSION
+    from ..pg_store import PgStore
+
     with _database(dsn, schema) as db:
         teams = db.list_teams()
+        terms = {t.id: PgStore(db, t.id).lexical_state() for t in teams}
         with db.cursor() as cur:
             cur.execute(
                 "SELECT team_id, member, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
@@ -190,17 +195,80 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
     for team_id, member, live, total in rows:
         members.setdefault(int(team_id), []).append({"member": member, "live_tokens": live, "tokens": total})
     data: list[dict[str, Any]] = [
-        {"team": t.name, "id": t.id, "created": t.created, "members": members.get(t.id, [])} for t in teams
+        {
+            "team": t.name,
+            "id": t.id,
+            "created": t.created,
+            "members": members.get(t.id, []),
+            "terms": {"version": terms[t.id][0], "current": VERSION, "left": terms[t.id][1]},
+        }
+        for t in teams
     ]
     if as_json:
         emit_json(data)
         return
     for entry in data:
         click.echo(f"{entry['team']} (id {entry['id']}, created {entry['created'][:10]})")
+        version, left = entry["terms"]["version"], entry["terms"]["left"]
+        if version < VERSION:  # search works meanwhile: the records left lack only the new terms
+            click.echo(
+                f"  search terms: version {version}, upgrading to {VERSION}: {left} records left "
+                "(jiyi team admin reindex --terms finishes it)"
+            )
         for m in entry["members"]:
             click.echo(f"  {m['member']}: {m['live_tokens']} live token(s) of {m['tokens']}")
     if not data:
         click.echo("no teams yet: jiyi team admin create-team NAME")
+
+
+@admin_group.command("reindex")
+@click.option("--terms", "terms_only", is_flag=True, help="Re-derive the full-text search terms (required).")
+@click.option("--team", default=None, help="Only this team (name or id; default: every team).")
+@dsn_option
+@schema_option
+@json_option
+def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, as_json: bool) -> None:
+    """Bring the teams' full-text search terms up to the current version, a batch a transaction.
+
+    Safe while servers serve and pushes arrive; stopped anywhere, the next run (or server start)
+    resumes. Only the terms: each machine re-signs its own records (jiyi reindex) and pushes them.
+    """
+    if not terms_only:
+        raise click.UsageError("give --terms: on the server only the search terms are re-derived")
+    from ..lexical import VERSION
+    from ..pg_lexical import old_teams, upgrade_team
+    from ..pg_store import PgStore
+
+    report: list[dict[str, Any]] = []
+    with _database(dsn, schema) as db:
+        try:
+            teams = {t.id: t.name for t in db.list_teams()}
+            wanted = list(teams)
+            if team is not None:  # a name first, as every admin command takes it; else an id
+                named = [i for i, n in teams.items() if n == team]
+                wanted = named or [db.team_id(int(team) if team.isdigit() else team)]
+            old = set(old_teams(db, VERSION))
+            with progress() as bar:
+                for team_id in wanted:
+                    store = PgStore(db, team_id)
+                    done = 0
+                    if team_id in old:
+                        _, left = store.lexical_state()
+                        task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
+                        done = upgrade_team(store, functools.partial(bar.advance, task))
+                    version = store.lexical_state()[0]
+                    report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
+        except JiyiError as exc:
+            _fail(exc)
+    if as_json:
+        emit_json({"current": VERSION, "teams": report})
+        return
+    for entry in report:
+        click.echo(
+            f"{entry['team']}: search terms of {entry['upgraded']} records re-derived, version {entry['version']}"
+        )
+    if not report:
+        click.echo("no teams yet")
 
 
 # -- this machine ------------------------------------------------------------------------------
