@@ -7,16 +7,12 @@ from typing import TYPE_CHECKING, Any
 from psycopg.types.json import Jsonb
 
 from .pg_search import tsvector_text
-from .records import Fix, Record, Relation, Reproduction, Verification
+from .records import RECORD_COLUMNS, Record, Relation, record_from_columns
 
 if TYPE_CHECKING:
     from .indexing import Derived
 
-COLUMNS = (
-    "hex, remote, title, type, scope, what, why, loc, learned, topic_key, revision, fix, origin, project, "
-    "project_key, environment, tool_name, outcome, sources, used_success, evidence_refs, session_id, "
-    "created, updated, reproduction, verification, forgotten"
-)
+COLUMNS = RECORD_COLUMNS
 # What a record is read with: its row, then its signatures, symbols and the marks others made on
 # it (``[source id, relation]`` in the order made) as arrays, from ``records r``.
 SELECT = (
@@ -63,38 +59,6 @@ def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any,
 
 def row_record(row: tuple[Any, ...]) -> Record:
     """The record of a row read with ``SELECT``."""
-    (hexid, remote, title, kind, scope, what, why, loc, learned, topic, revision, fix, origin, project,
-     project_key, environment, tool, outcome, sources, used, refs, session_id, created, updated,
-     reproduction, verification, forgotten, sigs, syms, marks) = row  # fmt: skip
-    return Record(
-        hex=hexid,
-        remote=bool(remote),
-        title=title,
-        type=kind,
-        scope=scope,
-        what=what,
-        why=why,
-        where=loc,
-        learned=learned,
-        topic_key=topic,
-        revision=revision,
-        fix=Fix.from_dict(fix) if fix else None,
-        origin=origin,
-        project=project,
-        project_key=project_key,
-        environment=dict(environment),
-        tool_name=tool,
-        outcome=outcome,
-        sources=sources,
-        used_success=used,
-        evidence_refs=list(refs),
-        session_id=session_id,
-        created=created,
-        updated=updated,
-        forgotten=bool(forgotten),
-        signatures=tuple(sigs),
-        symbols=tuple(syms),
-        marked=[Relation(source, relation) for source, relation in marks or ()],
-        reproduction=Reproduction.from_dict(reproduction) if reproduction else None,
-        verification=Verification.from_dict(verification) if verification else None,
-    )
+    *columns, sigs, syms, marks = row
+    marked = [Relation(source, relation) for source, relation in marks or ()]
+    return record_from_columns(columns, signatures=sigs, symbols=syms, marked=marked)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 TYPES = ("decision", "bugfix", "pattern", "config", "discovery", "learning", "pitfall")
 SCOPES = ("project", "global")
@@ -217,3 +220,62 @@ def split_ref(ref: str) -> tuple[str, str] | None:
     if any(c not in "0123456789abcdef" for c in hexpart):
         return None
     return ref[:3], hexpart
+
+
+# The columns a record is stored in, in the order both stores read them (``record_from_columns``).
+RECORD_COLUMNS = (
+    "hex, remote, title, type, scope, what, why, loc, learned, topic_key, revision, fix, origin, project, "
+    "project_key, environment, tool_name, outcome, sources, used_success, evidence_refs, session_id, "
+    "created, updated, reproduction, verification, forgotten"
+)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def record_from_columns(
+    row: Sequence[Any],
+    *,
+    signatures: Sequence[str],
+    symbols: Sequence[str],
+    marked: list[Relation],
+    decode: Callable[[Any], Any] = _same,
+) -> Record:
+    """The record of a row of ``RECORD_COLUMNS`` with its indexes; ``decode`` turns a JSON column
+    into its value (SQLite keeps JSON as text, PostgreSQL hands out jsonb decoded)."""
+    (hexid, remote, title, kind, scope, what, why, loc, learned, topic, revision, fix, origin, project,
+     project_key, environment, tool, outcome, sources, used, refs, session_id, created, updated,
+     reproduction, verification, forgotten) = row  # fmt: skip
+    return Record(
+        hex=hexid,
+        remote=bool(remote),
+        title=title,
+        type=kind,
+        scope=scope,
+        what=what,
+        why=why,
+        where=loc,
+        learned=learned,
+        topic_key=topic,
+        revision=revision,
+        fix=Fix.from_dict(decode(fix)) if fix else None,
+        origin=origin,
+        project=project,
+        project_key=project_key,
+        environment=dict(decode(environment)),
+        tool_name=tool,
+        outcome=outcome,
+        sources=sources,
+        used_success=used,
+        evidence_refs=list(decode(refs)),
+        session_id=session_id,
+        created=created,
+        updated=updated,
+        forgotten=bool(forgotten),
+        signatures=tuple(signatures),
+        symbols=tuple(symbols),
+        marked=marked,
+        reproduction=Reproduction.from_dict(decode(reproduction)) if reproduction else None,
+        verification=Verification.from_dict(decode(verification)) if verification else None,
+    )

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import migrations
 from .errors import Unavailable
-from .records import Fix, Record, Relation, Reproduction, Revision, Verification, now
+from .records import (
+    RECORD_COLUMNS,
+    Record,
+    Relation,
+    Revision,
+    now,
+    record_from_columns,
+)
 from .store import Resolved, SessionState, Store, TermStats
 
 if TYPE_CHECKING:
@@ -60,11 +67,7 @@ def _fts_rows(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM records_fts").fetchone()[0])
 
 
-_RECORD_COLUMNS = (
-    "hex, remote, title, type, scope, what, why, loc, learned, topic_key, revision, fix, origin, project, "
-    "project_key, environment, tool_name, outcome, sources, used_success, evidence_refs, session_id, "
-    "created, updated, reproduction, verification, forgotten"
-)
+_RECORD_COLUMNS = RECORD_COLUMNS
 
 
 @dataclass
@@ -202,71 +205,15 @@ class SQLiteStore(Store):
     def _row_to_record(
         self, db: sqlite3.Connection, row: sqlite3.Row | tuple[Any, ...], loaded: _Loaded | None = None
     ) -> Record:
-        (
-            hexid,
-            remote,
-            title,
-            kind,
-            scope,
-            what,
-            why,
-            loc,
-            learned,
-            topic,
-            revision,
-            fix,
-            origin,
-            project,
-            project_key,
-            environment,
-            tool,
-            outcome,
-            sources,
-            used,
-            refs,
-            session_id,
-            created,
-            updated,
-            reproduction,
-            verification,
-            forgotten,
-        ) = row
+        hexid = row[0]
         if loaded is None:
             loaded = _load_indexes(db, [hexid])
-        marks = loaded.marks.get(hexid, [])
-        sigs = tuple(loaded.signatures.get(hexid, ()))
-        syms = tuple(loaded.symbols.get(hexid, ()))
-        return Record(
-            hex=hexid,
-            remote=bool(remote),
-            title=title,
-            type=kind,
-            scope=scope,
-            what=what,
-            why=why,
-            where=loc,
-            learned=learned,
-            topic_key=topic,
-            revision=revision,
-            fix=Fix.from_dict(json.loads(fix)) if fix else None,
-            origin=origin,
-            project=project,
-            project_key=project_key,
-            environment=json.loads(environment),
-            tool_name=tool,
-            outcome=outcome,
-            sources=sources,
-            used_success=used,
-            evidence_refs=json.loads(refs),
-            session_id=session_id,
-            created=created,
-            updated=updated,
-            forgotten=bool(forgotten),
-            signatures=sigs,
-            symbols=syms,
-            marked=marks,
-            reproduction=Reproduction.from_dict(json.loads(reproduction)) if reproduction else None,
-            verification=Verification.from_dict(json.loads(verification)) if verification else None,
+        return record_from_columns(
+            row,
+            signatures=loaded.signatures.get(hexid, ()),
+            symbols=loaded.symbols.get(hexid, ()),
+            marked=loaded.marks.get(hexid, []),
+            decode=json.loads,
         )
 
     def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None:
