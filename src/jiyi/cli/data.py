@@ -11,23 +11,7 @@ from .. import transfer
 from ..errors import JiyiError
 from ..memory import Memory
 from ..sqlite_store import SQLiteStore
-from .common import emit_json, json_option, opened
-
-
-def _progress(total: int | None, label: str):  # type: ignore[no-untyped-def]
-    # On stderr, so `jiyi export > file` keeps a clean file and the bar still shows.
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-        disable=not sys.stderr.isatty(),
-    )
+from .common import emit_json, json_option, opened, progress
 
 
 @click.command("export")
@@ -36,7 +20,7 @@ def export_command(output: str) -> None:
     """Export every record (with revisions and marks) as JSON Lines; - or no FILE for stdout."""
     with opened() as memory:
         total = memory.store.count()
-        with _progress(total, "export") as bar:
+        with progress() as bar:
             task = bar.add_task("export", total=total)
             if output == "-":
                 count = transfer.export(memory.store, sys.stdout, lambda n: bar.advance(task, n))
@@ -52,7 +36,7 @@ def import_command(source: str) -> None:
     """Import records from a JSON Lines export (- for stdin); records already present are skipped."""
     with opened() as memory:
         lines = sys.stdin.readlines() if source == "-" else Path(source).read_text(encoding="utf-8").splitlines()
-        with _progress(len(lines), "import") as bar:
+        with progress() as bar:
             task = bar.add_task("import", total=len([line for line in lines if line.strip()]))
             imported, skipped = transfer.import_lines(memory.store, lines, lambda n: bar.advance(task, n))
         click.echo(f"imported {imported} records, skipped {skipped} already present")
@@ -151,7 +135,7 @@ def reindex_command(terms_only: bool) -> None:
         # through the longer re-signing below is already found by every word.
         version, left = store.lexical_state()
         if version < _terms_version():
-            with _progress(left, "search terms") as bar:
+            with progress() as bar:
                 task = bar.add_task("search terms", total=left)
                 upgraded = upgrade_terms(store, lambda n: bar.advance(task, n))
             click.echo(f"search terms of {upgraded} records brought to version {_terms_version()}")
@@ -159,7 +143,7 @@ def reindex_command(terms_only: bool) -> None:
             click.echo(f"search terms: version {store.lexical_state()[0]}")
             return
         total = store.count()
-        with _progress(total, "reindex") as bar:
+        with progress() as bar:
             task = bar.add_task("reindex", total=total)
             report = reindex(store, lambda n: bar.advance(task, n))
         click.echo(f"reindexed {report.records} records, {report.changed} changed")
