@@ -122,17 +122,24 @@ def _lines(store: PgStore, rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     return lines
 
 
-def changes_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+def _page(store: PgStore, sql: str, cursor: int, limit: int) -> tuple[list[tuple[Any, ...]], bool]:
+    """Up to ``limit`` rows of ``sql`` (team, cursor, limit parameters; ``seq`` order) and whether
+    more remain: one row more is read to know."""
     if limit < 1:
         raise InvalidArgument("limit", "at least 1")
     with store.db.cursor() as cur:
-        cur.execute(
-            "SELECT hex, seq FROM records WHERE team_id = %s AND seq > %s AND NOT forgotten ORDER BY seq LIMIT %s",
-            (store.team, cursor, limit + 1),
-        )
+        cur.execute(sql, (store.team, cursor, limit + 1))
         rows = cur.fetchall()
-    more = len(rows) > limit
-    rows = rows[:limit]
+    return rows[:limit], len(rows) > limit
+
+
+def changes_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+    rows, more = _page(
+        store,
+        "SELECT hex, seq FROM records WHERE team_id = %s AND seq > %s AND NOT forgotten ORDER BY seq LIMIT %s",
+        cursor,
+        limit,
+    )
     return _lines(store, rows), (int(rows[-1][1]) if rows else cursor), more
 
 
@@ -168,16 +175,12 @@ def forget(store: PgStore, hexid: str, *, purge: bool) -> bool:
 
 def forgotten_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
     """(tombstones ``{hex, purged, at, seq}`` after ``cursor``, the new cursor, whether more remain)."""
-    if limit < 1:
-        raise InvalidArgument("limit", "at least 1")
-    with store.db.cursor() as cur:
-        cur.execute(
-            "SELECT hex, purged, at, seq FROM tombstones WHERE team_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-            (store.team, cursor, limit + 1),
-        )
-        rows = cur.fetchall()
-    more = len(rows) > limit
-    rows = rows[:limit]
+    rows, more = _page(
+        store,
+        "SELECT hex, purged, at, seq FROM tombstones WHERE team_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+        cursor,
+        limit,
+    )
     lines: list[dict[str, Any]] = [
         {"hex": str(h), "purged": bool(p), "at": str(a), "seq": int(q)} for h, p, a, q in rows
     ]
