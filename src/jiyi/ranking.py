@@ -110,37 +110,77 @@ def _age_days(record: Record, now: datetime) -> int:
         return 0
 
 
-def score(record: Record, query: Query, parts: Prepared, doc_terms: set[str], now: datetime) -> Hit:
+def _facts(
+    record: Record, query: Query, parts: Prepared, cover: tuple[float, list[str]], now: datetime
+) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
+    """Each signal's strength in ``WEIGHTS`` order, and what their details are made of. The details'
+    text is built only for the hits shown (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
-    own = set(record.symbols)
+    own = record.symbols
     shared = [s for s in parts.symbols if s in own]
-    denominator = max(1, min(len(parts.symbols), len(record.symbols), SYMBOLS_FOR_FULL))
-    cover, matched = lexical.coverage(parts.weights, doc_terms)
-    if cover < LEXICAL_FLOOR:
-        cover = 0.0
+    denominator = max(1, min(len(parts.symbols), len(own), SYMBOLS_FOR_FULL))
+    strength, matched = cover
+    if strength < LEXICAL_FLOOR:
+        strength = 0.0
+    env = record.environment
     # os and arch first: they decide most fixes, and the detail is cut at 24 characters.
-    env_keys = sorted(record.environment, key=lambda k: (k not in ("os", "arch"), k != "os", k))
-    env_match = [f"{k}={record.environment[k]}" for k in env_keys if query.environment.get(k) == record.environment[k]]
+    env_keys = sorted(env, key=lambda k: (k not in ("os", "arch"), k != "os", k)) if env else []
+    env_match = [f"{k}={env[k]}" for k in env_keys if query.environment.get(k) == env[k]]
     age = _age_days(record, now)
     tool = (query.failure_tool or "").lower()
     trust = TRUST.get(record.origin, 0.3) * (OUTDATED_FACTOR if record.is_outdated else 1.0)
     weight_of_evidence = record.sources + 2 * record.used_success
     same_project = record.project_key == query.project_key
     same_tool = bool(tool) and (record.tool_name or "").lower() == tool
-    signals = [
-        Signal("error_signature", 1.0 if sig else 0.0, sig or "-"),
-        Signal("code_symbol", min(1.0, len(shared) / denominator), ",".join(shared) or "-"),
-        Signal("lexical", cover, ",".join(sorted(matched)) if cover else "-"),
-        Signal("same_project", 1.0 if same_project else 0.0, record.project if same_project else "-"),
-        Signal("environment", len(env_match) / len(env_keys) if env_keys else 0.0, ",".join(env_match) or "-"),
-        Signal("recency", 0.5 ** (age / RECENCY_HALF_LIFE_DAYS), f"{age}d"),
-        Signal("tool_name", 1.0 if same_tool else 0.0, tool if same_tool else "-"),
-        Signal("trust", trust, record.origin),
-        Signal(
-            "evidence", 1.0 - 0.8**weight_of_evidence, f"sources={record.sources},used_success={record.used_success}"
-        ),
+    strengths = [
+        1.0 if sig else 0.0,
+        min(1.0, len(shared) / denominator),
+        strength,
+        1.0 if same_project else 0.0,
+        len(env_match) / len(env_keys) if env_keys else 0.0,
+        0.5 ** (age / RECENCY_HALF_LIFE_DAYS),
+        1.0 if same_tool else 0.0,
+        trust,
+        1.0 - 0.8**weight_of_evidence,
     ]
-    return Hit(record, signals)
+    return strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool
+
+
+_ORDER = tuple(WEIGHTS)
+_TOPICAL_AT = tuple(_ORDER.index(name) for name in TOPICAL)
+
+
+def _total(strengths: list[float]) -> float:
+    # As Hit.score sums its signals' contributions: the same products in the same order.
+    return sum(WEIGHTS[name] * strength for name, strength in zip(_ORDER, strengths, strict=True))
+
+
+def score(
+    record: Record,
+    query: Query,
+    parts: Prepared,
+    doc_terms: set[str],
+    now: datetime,
+    cover: tuple[float, list[str]] | None = None,
+) -> Hit:
+    """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known."""
+    if cover is None:
+        cover = lexical.coverage(parts.weights, doc_terms)
+    strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool = _facts(
+        record, query, parts, cover, now
+    )
+    details = [
+        sig or "-",
+        ",".join(shared) or "-",
+        ",".join(sorted(matched)) if strengths[2] else "-",
+        record.project if same_project else "-",
+        ",".join(env_match) or "-",
+        f"{age}d",
+        tool if same_tool else "-",
+        record.origin,
+        f"sources={record.sources},used_success={record.used_success}",
+    ]
+    return Hit(record, [Signal(n, v, d) for n, v, d in zip(_ORDER, strengths, details, strict=True)])
 
 
 @dataclass
@@ -193,14 +233,12 @@ def rank(
         h for h in store.by_terms(parts.rare_terms, TERM_CANDIDATES) if h not in excluded and h not in exact
     ]
     terms = store.indexed_terms([*exact, *lexical_only])
+    covers = {h: lexical.coverage(parts.weights, terms.get(h, set())) for h in [*exact, *lexical_only]}
     # A candidate found by its words alone that shares too few of them with the query cannot make a
     # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record).
     symbol_terms = {t for s in parts.symbols for t in lexical.terms(s)}
     wanted = [*exact] + [
-        h
-        for h in lexical_only
-        if lexical.coverage(parts.weights, terms.get(h, set()))[0] >= LEXICAL_FLOOR
-        or not symbol_terms.isdisjoint(terms.get(h, ()))
+        h for h in lexical_only if covers[h][0] >= LEXICAL_FLOOR or not symbol_terms.isdisjoint(terms.get(h, ()))
     ]
     records = [
         r
@@ -209,7 +247,12 @@ def rank(
         and (exclude_session is None or r.session_id != exclude_session)
         and (r.scope == "global" or r.project_key == query.project_key)
     ]
-    hits = [score(r, query, parts, terms.get(r.hex, set()), moment) for r in records]
-    hits = [h for h in hits if h.topical]
-    hits.sort(key=lambda h: (h.score, h.record.updated), reverse=True)
-    return hits[:limit]
+    # Every candidate is counted; only the hits shown get their signals' details (~3x the work).
+    counted: list[tuple[float, str, Record]] = []
+    for r in records:
+        strengths = _facts(r, query, parts, covers[r.hex], moment)[0]
+        if any(strengths[i] > 0 for i in _TOPICAL_AT):
+            counted.append((_total(strengths), r.updated, r))
+    # Best first; a reverse sort is stable too: equal (score, updated) keep the order loaded.
+    counted.sort(key=lambda c: (c[0], c[1]), reverse=True)
+    return [score(r, query, parts, terms.get(r.hex, set()), moment, covers[r.hex]) for _, _, r in counted[:limit]]
