@@ -332,7 +332,8 @@ def app_from_env() -> Starlette:
     dsn = os.environ.get("JIYI_TEAM_DSN", "")
     if not dsn:
         raise SystemExit("jiyi team serve: no database (--dsn or JIYI_TEAM_DSN)")
-    db = PgDatabase(dsn, schema=os.environ.get("JIYI_TEAM_SCHEMA", "jiyi"))
+    pool = int(os.environ.get("JIYI_TEAM_POOL", "10"))
+    db = PgDatabase(dsn, schema=os.environ.get("JIYI_TEAM_SCHEMA", "jiyi"), max_size=pool)
     upgrade_on_start(db)  # an index of older terms: a bounded while now, the rest by the admin command
 
     @asynccontextmanager
