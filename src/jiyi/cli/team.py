@@ -54,12 +54,12 @@ def _fail(exc: JiyiError) -> NoReturn:
 
 
 @contextmanager
-def _database(dsn: str, schema: str) -> Iterator[PgDatabase]:
+def _database(dsn: str, schema: str, *, read_only: bool = False) -> Iterator[PgDatabase]:
     _need("psycopg", "psycopg_pool")
     from ..pg_database import PgDatabase
 
     try:
-        with PgDatabase(dsn, schema=schema, max_size=2) as db:
+        with PgDatabase(dsn, schema=schema, max_size=2, read_only=read_only) as db:
             yield db
     except JiyiError as exc:
         _fail(exc)
@@ -98,19 +98,35 @@ def team_group() -> None:
     type=click.IntRange(0),
     help="Requests a token may make a minute, per worker (default 600; 0: no limit).",
 )
-def serve_command(dsn: str, schema: str, host: str, port: int, workers: int, rate_per_minute: int | None) -> None:
+@click.option(
+    "--read-dsn",
+    envvar="JIYI_TEAM_READ_DSN",
+    default=None,
+    help="A read replica of the database (JIYI_TEAM_READ_DSN): pulls, search and replay candidates read there.",
+)
+def serve_command(
+    dsn: str, schema: str, host: str, port: int, workers: int, rate_per_minute: int | None, read_dsn: str | None
+) -> None:
     """Run the team server (HTTP, for a reverse proxy with TLS in front of it).
 
-    Every worker is stateless: several workers, or several machines, may serve one database.
+    Every worker is stateless: several workers, or several machines, may serve one database. With
+    --read-dsn, /v1/changes, /v1/forgotten, /v1/search and /v1/verify/candidates read from the
+    replica (a change shows there after the replication lag); pushes, forgets, verifications and
+    every token check stay on the primary.
     """
     _need("psycopg", "psycopg_pool", "starlette", "uvicorn")
     import uvicorn
 
     with _database(dsn, schema):
         pass  # migrations applied once here, before the workers start; and a bad DSN fails now
+    if read_dsn:
+        with _database(read_dsn, schema, read_only=True):
+            pass  # a replica without this jiyi's migrations (not caught up yet) fails now, not per worker
     # The workers are other processes: they build the app from the environment (team_server.app_from_env).
     os.environ["JIYI_TEAM_DSN"] = dsn
     os.environ["JIYI_TEAM_SCHEMA"] = schema
+    if read_dsn:
+        os.environ["JIYI_TEAM_READ_DSN"] = read_dsn
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
     uvicorn.run("jiyi.team_server:app_from_env", factory=True, host=host, port=port, workers=workers)
