@@ -26,7 +26,7 @@ import psycopg  # noqa: E402
 
 from jiyi.pg_database import PgDatabase  # noqa: E402
 from jiyi.pg_store import PgStore  # noqa: E402
-from jiyi.team_server import create_app  # noqa: E402
+from jiyi.team_server import READ_ROUTES, create_app  # noqa: E402
 
 REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
 FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问"}
@@ -93,6 +93,8 @@ def test_health_needs_no_token_and_the_openapi_document_names_every_route(db: Pg
     routes = {route.path for route in create_app(db).routes}  # type: ignore[attr-defined]
     assert set(document["paths"]) == routes
     assert document["paths"]["/v1/push"]["post"]["responses"]["403"]
+    on_replica = {p for p, item in document["paths"].items() for op in item.values() if "replica" in str(op)}
+    assert on_replica == set(READ_ROUTES)
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
@@ -378,13 +380,15 @@ def test_a_worker_opens_the_read_replica_of_jiyi_team_read_dsn_read_only_and_rea
         replica.close()
 
 
-def test_jiyi_team_serve_checks_the_read_replica_before_it_starts(
+def test_jiyi_team_serve_waits_for_the_read_replica_to_catch_up_before_it_starts(
     db: PgDatabase, pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import uvicorn
     from click.testing import CliRunner
 
+    from jiyi import pg_migrations
     from jiyi.cli import main
+    from jiyi.cli import team as team_cli
 
     from .team_helpers import dead_url
 
@@ -399,6 +403,17 @@ def test_jiyi_team_serve_checks_the_read_replica_before_it_starts(
     assert down.exit_code == 1 and "cannot use PostgreSQL" in down.stderr and started == []
     assert CliRunner().invoke(main, [*serve, dsn]).exit_code == 0
     assert started == [dsn]
+    # A replica that lacks the migrations just applied on the primary is waited for, then refused.
+    behind = iter([["m999_next"], ["m999_next"]])
+    monkeypatch.setattr(pg_migrations, "missing", lambda conn: next(behind, []))
+    caught_up = CliRunner().invoke(main, [*serve, dsn])
+    assert caught_up.exit_code == 0 and started == [dsn, dsn]
+    assert "waiting up to 30 s for the read replica" in caught_up.stderr and "m999_next" in caught_up.stderr
+    monkeypatch.setattr(pg_migrations, "missing", lambda conn: ["m999_next"])
+    monkeypatch.setattr(team_cli, "REPLICA_WAIT_S", 0.6)
+    refused = CliRunner().invoke(main, [*serve, dsn])
+    assert refused.exit_code == 1 and started == [dsn, dsn]
+    assert "not caught up" in refused.stderr and "错误码：E_UNAVAILABLE" in refused.stderr
 
 
 def stored_text(db: PgDatabase, hexid: str) -> str:

@@ -36,6 +36,11 @@ TOKEN_PREFIX = "jiyi_"
 Cursor = psycopg.Cursor[TupleRow]
 
 
+class NotCaughtUp(Unavailable):
+    """A read-only database lacks a migration this code knows: a replica may still receive it from
+    the primary, so it is worth waiting for a while (``jiyi team serve`` does)."""
+
+
 @dataclass(frozen=True)
 class Team:
     id: int
@@ -95,7 +100,7 @@ class PgDatabase:
                 if not read_only:
                     pg_migrations.apply(conn, schema, now)
                 elif missing := pg_migrations.missing(conn):
-                    raise Unavailable(
+                    raise NotCaughtUp(
                         f"the read-only database (schema {schema}) lacks {len(missing)} migration(s) of this "
                         f"jiyi, first {missing[0]}: a replica not caught up with the primary yet, or not a copy "
                         "of it (start the server on the primary first, which applies them)"

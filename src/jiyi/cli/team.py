@@ -54,12 +54,12 @@ def _fail(exc: JiyiError) -> NoReturn:
 
 
 @contextmanager
-def _database(dsn: str, schema: str, *, read_only: bool = False) -> Iterator[PgDatabase]:
+def _database(dsn: str, schema: str) -> Iterator[PgDatabase]:
     _need("psycopg", "psycopg_pool")
     from ..pg_database import PgDatabase
 
     try:
-        with PgDatabase(dsn, schema=schema, max_size=2, read_only=read_only) as db:
+        with PgDatabase(dsn, schema=schema, max_size=2) as db:
             yield db
     except JiyiError as exc:
         _fail(exc)
@@ -120,8 +120,7 @@ def serve_command(
     with _database(dsn, schema):
         pass  # migrations applied once here, before the workers start; and a bad DSN fails now
     if read_dsn:
-        with _database(read_dsn, schema, read_only=True):
-            pass  # a replica without this jiyi's migrations (not caught up yet) fails now, not per worker
+        _wait_for_replica(read_dsn, schema)  # before the workers: each would refuse it on its own
     # The workers are other processes: they build the app from the environment (team_server.app_from_env).
     os.environ["JIYI_TEAM_DSN"] = dsn
     os.environ["JIYI_TEAM_SCHEMA"] = schema
@@ -130,6 +129,35 @@ def serve_command(
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
     uvicorn.run("jiyi.team_server:app_from_env", factory=True, host=host, port=port, workers=workers)
+
+
+# How long serve waits for a read replica to replay the migrations it just applied on the primary:
+# a streaming standby takes milliseconds to seconds; one behind for longer is a problem to see.
+REPLICA_WAIT_S = 30.0
+
+
+def _wait_for_replica(read_dsn: str, schema: str) -> None:
+    """Open the replica read-only, again while it lacks migrations, for up to ``REPLICA_WAIT_S``;
+    exit 1 saying why when it cannot be used."""
+    import time
+
+    from ..pg_database import NotCaughtUp, PgDatabase
+
+    deadline = time.monotonic() + REPLICA_WAIT_S
+    said = False
+    while True:
+        try:
+            PgDatabase(read_dsn, schema=schema, min_size=1, max_size=1, read_only=True).close()
+            return
+        except NotCaughtUp as exc:
+            if time.monotonic() >= deadline:
+                _fail(exc)
+            if not said:
+                click.echo(f"waiting up to {REPLICA_WAIT_S:g} s for the read replica: {exc.reason}", err=True)
+                said = True
+            time.sleep(0.5)
+        except JiyiError as exc:
+            _fail(exc)
 
 
 @team_group.group("admin")
