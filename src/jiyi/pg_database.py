@@ -65,7 +65,7 @@ class PgDatabase:
     """``PgDatabase(dsn, schema="jiyi")``: the pool (``min_size``..``max_size`` connections, each
     with ``search_path`` = the schema) after the missing migrations were applied. ``timeout`` bounds
     both connecting and waiting for a free connection (then ``Unavailable``). With ``read_only``
-    nothing is applied: ``Unavailable`` when the schema lacks a migration (a replica not caught up
+    nothing is applied: ``NotCaughtUp`` when the schema lacks a migration (a replica not caught up
     with an upgraded primary), and every transaction is read-only."""
 
     def __init__(
@@ -103,7 +103,7 @@ class PgDatabase:
                     raise NotCaughtUp(
                         f"the read-only database (schema {schema}) lacks {len(missing)} migration(s) of this "
                         f"jiyi, first {missing[0]}: a replica not caught up with the primary yet, or not a copy "
-                        "of it (start the server on the primary first, which applies them)"
+                        "of it"
                     )
         except psycopg.Error as exc:
             raise Unavailable(f"cannot use PostgreSQL: {exc}") from exc

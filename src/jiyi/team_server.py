@@ -9,7 +9,7 @@ With a read replica (``read_db``, ``--read-dsn``) the reads of ``READ_ROUTES`` g
 token checks stay on the primary, so a revoked token is refused at once, however far the replica
 lags (checked there, a revocation would wait for replay, and for ever on a standby whose replication
 broke, with nothing to say so). A pull from a lagging replica sees a prefix of the changes and
-skips none (docs/team-protocol.md, "Read replicas").
+skips none (docs/team-protocol.md, "Several processes, several machines, read replicas").
 
 Every request but ``/v1/health`` and ``/openapi.json`` carries ``Authorization: Bearer <token>``;
 every query runs in the token's team (``PgStore(db, team)``), so a record of another team is
