@@ -16,7 +16,7 @@ def jiyi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv("JIYI_HOME", str(home))
     monkeypatch.setenv("JIYI_CONFIG_DIR", str(tmp_path / "jiyi-config"))
     names = ("JIYI_NOTES", "JIYI_READ_BUDGET", "JIYI_SESSION_ID", "JIYI_LOCALE", "CLAUDE_CODE_SESSION_ID")
-    for name in (*names, "JIYI_TEAM_URL", "JIYI_TEAM_TOKEN", "JIYI_TEAM_PUSH", "JIYI_TEAM_DSN"):
+    for name in (*names, "JIYI_TEAM_URL", "JIYI_TEAM_TOKEN", "JIYI_TEAM_PUSH", "JIYI_TEAM_DSN", "JIYI_TEAM_READ_DSN"):
         monkeypatch.delenv(name, raising=False)
     yield home
 

@@ -252,8 +252,9 @@ def test_the_admin_command_finishes_every_team(pg_schema: tuple[str, str], db: P
     assert missing.exit_code == 1 and "gamma" in missing.output
 
 
+@pytest.mark.parametrize("replica", [False, True], ids=["primary", "with-read-replica"])
 def test_a_server_worker_re_derives_at_start_and_then_serves(
-    pg_schema: tuple[str, str], db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+    pg_schema: tuple[str, str], db: PgDatabase, monkeypatch: pytest.MonkeyPatch, replica: bool
 ) -> None:
     from jiyi import team_server
 
@@ -262,6 +263,8 @@ def test_a_server_worker_re_derives_at_start_and_then_serves(
     _make_old(store)
     monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
     monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    if replica:  # the upgrade writes: on the primary, never through the read-only replica
+        monkeypatch.setenv("JIYI_TEAM_READ_DSN", dsn)
     app = team_server.app_from_env()  # what each `jiyi team serve` worker builds
     assert store.lexical_state() == (lexical.VERSION, 0)
     assert _found(store, RUSSIAN_QUERY) == [russian.hex]

@@ -114,6 +114,54 @@ def test_a_failed_migration_leaves_nothing(pg_schema: tuple[str, str], monkeypat
     assert "m999_broken" not in names
 
 
+def test_a_read_only_database_migrates_nothing_and_refuses_a_schema_that_lacks_a_migration(
+    pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn, schema = pg_schema
+
+    def tables() -> set[str]:
+        with psycopg.connect(dsn) as conn:
+            return {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))}
+
+    def refusal() -> str:
+        with pytest.raises(Unavailable) as refused:
+            PgDatabase(dsn, schema=schema, read_only=True)
+        return refused.value.reason
+
+    assert f"lacks {len(pg_migrations.MIGRATIONS)} migration(s) of this jiyi, first m001_records" in refusal()
+    assert tables() == set()  # not even _migrations: a standby would have refused it
+    PgDatabase(dsn, schema=schema).close()
+    # An upgrade: this code knows one step more, which the primary applies and the replica has not yet.
+    monkeypatch.setattr(pg_migrations, "MIGRATIONS", [*pg_migrations.MIGRATIONS, ("m999_next", "CREATE TABLE nx ()")])
+    assert "lacks 1 migration(s) of this jiyi, first m999_next: a replica not caught up" in refusal()
+    assert "nx" not in tables()
+    PgDatabase(dsn, schema=schema).close()
+    with PgDatabase(dsn, schema=schema, read_only=True) as replica:
+        assert [n for n, _ in replica.applied_migrations()][-1] == "m999_next"
+
+
+def test_every_transaction_of_a_read_only_database_is_read_only(
+    db: PgDatabase, pg_schema: tuple[str, str], client: SQLiteStore
+) -> None:
+    dsn, schema = pg_schema
+    team = db.create_team("alpha")
+    pushed = line(client, made(title="a push sent to the replica by mistake"))
+    # The DSN's own options are kept, ours added after them.
+    with PgDatabase(dsn + " options='-c statement_timeout=4321'", schema=schema, read_only=True) as replica:
+        assert replica.list_teams()[0].name == "alpha"
+        assert rows(replica, "SHOW statement_timeout") == [("4321ms",)]
+        for write in (
+            lambda: replica.create_team("beta"),
+            lambda: replica.create_token("alpha", "alice"),
+            lambda: PgStore(replica, team).merge_pushed(pushed, "alice"),
+        ):
+            with pytest.raises(Unavailable) as refused:
+                write()
+            assert "read-only transaction" in refused.value.reason
+    assert [t.name for t in db.list_teams()] == ["alpha"]
+    assert rows(db, "SELECT count(*) FROM records") == [(0,)] and rows(db, "SELECT count(*) FROM tokens") == [(0,)]
+
+
 def test_an_unreachable_server_is_unavailable() -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))

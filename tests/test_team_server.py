@@ -4,6 +4,7 @@ size and rate limits, search, verification and the OpenAPI description."""
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +22,11 @@ from .team_helpers import serving
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
 
+import psycopg  # noqa: E402
+
 from jiyi.pg_database import PgDatabase  # noqa: E402
-from jiyi.team_server import create_app  # noqa: E402
+from jiyi.pg_store import PgStore  # noqa: E402
+from jiyi.team_server import READ_ROUTES, create_app  # noqa: E402
 
 REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
 FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问"}
@@ -56,6 +60,12 @@ def client(url: str, token: str | None) -> httpx.Client:
     return httpx.Client(base_url=url, headers=headers, timeout=30, trust_env=False)
 
 
+def rows_of(db: PgDatabase, sql: str) -> list[tuple[Any, ...]]:
+    with db.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()
+
+
 def count(db: PgDatabase, team: str) -> int:
     with db.cursor() as cur:
         cur.execute("SELECT count(*) FROM records WHERE team_id = %s", (db.team_id(team),))
@@ -83,6 +93,8 @@ def test_health_needs_no_token_and_the_openapi_document_names_every_route(db: Pg
     routes = {route.path for route in create_app(db).routes}  # type: ignore[attr-defined]
     assert set(document["paths"]) == routes
     assert document["paths"]["/v1/push"]["post"]["responses"]["403"]
+    on_replica = {p for p, item in document["paths"].items() for op in item.values() if "replica" in str(op)}
+    assert on_replica == set(READ_ROUTES)
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
@@ -289,6 +301,119 @@ def test_jiyi_team_serve_runs_several_workers_on_one_database(db: PgDatabase, pg
         server.terminate()
         _, err = server.communicate(timeout=30)
     assert err.count(b"Started server process") == 2
+
+
+@pytest.fixture
+def replica_schema(pg_schema: tuple[str, str]) -> Iterator[str]:
+    """A second schema for a stand-in replica, dropped afterwards."""
+    dsn, schema = pg_schema
+    yield schema + "_replica"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}_replica" CASCADE')
+
+
+def test_with_a_read_replica_reads_come_from_it_and_writes_and_tokens_stay_on_the_primary(
+    db: PgDatabase, pg_schema: tuple[str, str], replica_schema: str, tmp_path: Path
+) -> None:
+    dsn, _ = pg_schema
+    fixed = {**YAML, "fix": {"kind": "command", "command": "pip install pyyaml"}}
+    only_there, pushed = lines(tmp_path, fixed, ZLIB)
+    only_there["reproduction"] = {
+        "command": "python -c 'import yaml'",
+        "repo": "https://example.invalid/r",
+        "commit": "0" * 40,
+    }
+    # The stand-in replica holds what the primary does not (a record, a tombstone), and no token at
+    # all: every answer shows which database it came from.
+    with PgDatabase(dsn, schema=replica_schema) as copy:
+        assert [copy.create_team("alpha"), copy.create_team("beta")] == [db.team_id("alpha"), db.team_id("beta")]
+        PgStore(copy, db.team_id("alpha")).merge_pushed(only_there, "carol")
+        PgStore(copy, db.team_id("alpha")).forget_in_team("f" * 32, purge=True)
+    token = db.create_token("alpha", "alice")
+    with (
+        PgDatabase(dsn, schema=replica_schema, read_only=True) as replica,
+        serving(create_app(db, read_db=replica, rate_per_minute=0)) as base,
+        client(base, token) as http,
+    ):
+        answer = http.post("/v1/push", json={"machine": "a", "records": [pushed]}).json()
+        pulled = http.get("/v1/changes").json()
+        hits = http.get("/v1/search", params={"q": "No module named 'yaml'"}).json()["hits"]
+        gone = http.get("/v1/forgotten").json()["records"]
+        candidates = http.get("/v1/verify/candidates").json()["records"]
+        assert db.revoke_token(token) == 1
+        revoked = http.get("/v1/changes")
+    assert answer == {"accepted": [pushed["hex"]], "unchanged": []}
+    assert rows_of(db, "SELECT hex FROM records") == [(pushed["hex"],)]  # the push landed on the primary
+    # Read on the replica: its record, and not the push it has not received (a real one would after its lag).
+    assert [r["hex"] for r in pulled["records"]] == [only_there["hex"]] and pulled["more"] is False
+    assert [h["id"] for h in hits] == ["rr_" + only_there["hex"]]
+    assert [(g["hex"], g["purged"]) for g in gone] == [("f" * 32, True)]
+    assert [c["hex"] for c in candidates] == [only_there["hex"]]
+    assert (revoked.status_code, revoked.json()) == (401, REFUSED)  # checked on the primary, at once
+
+
+def test_a_worker_opens_the_read_replica_of_jiyi_team_read_dsn_read_only_and_reads_there(
+    db: PgDatabase, pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jiyi.team_server import app_from_env
+
+    dsn, schema = pg_schema
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    monkeypatch.setenv("JIYI_TEAM_READ_DSN", dsn + " application_name=replica")
+    app = app_from_env()
+    primary, replica = app.state.db, app.state.read_db
+    try:
+        assert (replica.read_only, replica.dsn, primary.read_only) == (True, dsn + " application_name=replica", False)
+
+        def requests() -> tuple[int, int]:
+            return primary.pool.get_stats().get("requests_num", 0), replica.pool.get_stats().get("requests_num", 0)
+
+        with serving(app) as base, client(base, db.create_token("alpha", "alice")) as http:
+            before = requests()
+            assert http.get("/v1/search", params={"q": "No module named 'yaml'"}).json() == {"hits": []}
+            assert http.get("/v1/changes").json()["records"] == []
+            after = requests()
+        assert (after[0] - before[0], after[1] - before[1] >= 2) == (2, True)  # the primary: the two token checks
+    finally:
+        primary.close()
+        replica.close()
+
+
+def test_jiyi_team_serve_waits_for_the_read_replica_to_catch_up_before_it_starts(
+    db: PgDatabase, pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from jiyi import pg_migrations
+    from jiyi.cli import main
+    from jiyi.cli import team as team_cli
+
+    from .team_helpers import dead_url
+
+    dsn, schema = pg_schema
+    started: list[str] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: started.append(os.environ.get("JIYI_TEAM_READ_DSN", "")))
+    for name in ("JIYI_TEAM_DSN", "JIYI_TEAM_SCHEMA", "JIYI_TEAM_READ_DSN"):
+        monkeypatch.setenv(name, "")  # restored afterwards: serve hands its settings to the workers this way
+    serve = ["team", "serve", "--dsn", dsn, "--schema", schema, "--read-dsn"]
+    port = dead_url().rsplit(":", 1)[1]
+    down = CliRunner().invoke(main, [*serve, f"host=127.0.0.1 port={port} dbname=test user=postgres"])
+    assert down.exit_code == 1 and "cannot use PostgreSQL" in down.stderr and started == []
+    assert CliRunner().invoke(main, [*serve, dsn]).exit_code == 0
+    assert started == [dsn]
+    # A replica that lacks the migrations just applied on the primary is waited for, then refused.
+    behind = iter([["m999_next"], ["m999_next"]])
+    monkeypatch.setattr(pg_migrations, "missing", lambda conn: next(behind, []))
+    caught_up = CliRunner().invoke(main, [*serve, dsn])
+    assert caught_up.exit_code == 0 and started == [dsn, dsn]
+    assert "waiting up to 30 s for the read replica" in caught_up.stderr and "m999_next" in caught_up.stderr
+    monkeypatch.setattr(pg_migrations, "missing", lambda conn: ["m999_next"])
+    monkeypatch.setattr(team_cli, "REPLICA_WAIT_S", 0.6)
+    refused = CliRunner().invoke(main, [*serve, dsn])
+    assert refused.exit_code == 1 and started == [dsn, dsn]
+    assert "not caught up" in refused.stderr and "错误码：E_UNAVAILABLE" in refused.stderr
 
 
 def stored_text(db: PgDatabase, hexid: str) -> str:

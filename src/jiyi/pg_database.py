@@ -1,6 +1,11 @@
 """The team server's database: a psycopg 3 connection pool on one schema, its migrations, and the
 teams and their tokens.
 
+A read-only ``PgDatabase`` (``read_only=True``, a read replica's, ``jiyi team serve --read-dsn``)
+runs no migration, since a hot standby refuses every write: it checks instead that the schema has
+recorded each migration this code knows, and every transaction on its connections is read-only, so
+a write sent there by mistake fails rather than landing on a copy the primary never sees.
+
 Only the team extra (``jiyi[team]``) installs psycopg; nothing on the core import path imports this
 module. Any failure to reach or use the server (refused, timed out, pool exhausted, an error
 inside a statement) becomes ``errors.Unavailable``, as SQLite's do.
@@ -39,6 +44,11 @@ Cursor = psycopg.Cursor[TupleRow]
 _CHECK_IDLE_SECONDS = 2.0
 
 
+class NotCaughtUp(Unavailable):
+    """A read-only database lacks a migration this code knows: a replica may still receive it from
+    the primary, so it is worth waiting for a while (``jiyi team serve`` does)."""
+
+
 @dataclass(frozen=True)
 class Team:
     id: int
@@ -62,26 +72,48 @@ def token_hash(token: str) -> str:
 class PgDatabase:
     """``PgDatabase(dsn, schema="jiyi")``: the pool (``min_size``..``max_size`` connections, each
     with ``search_path`` = the schema) after the missing migrations were applied. ``timeout`` bounds
-    both connecting and waiting for a free connection (then ``Unavailable``)."""
+    both connecting and waiting for a free connection (then ``Unavailable``). With ``read_only``
+    nothing is applied: ``NotCaughtUp`` when the schema lacks a migration (a replica not caught up
+    with an upgraded primary), and every transaction is read-only."""
 
     def __init__(
-        self, dsn: str, *, schema: str = "jiyi", min_size: int = 1, max_size: int = 10, timeout: float = 10.0
+        self,
+        dsn: str,
+        *,
+        schema: str = "jiyi",
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 10.0,
+        read_only: bool = False,
     ) -> None:
         if not _SCHEMA.fullmatch(schema):
             raise InvalidArgument("schema", "lowercase letters, digits and _ only")
         self.dsn = dsn
         self.schema = schema
         self._used = weakref.WeakKeyDictionary()
+        self.read_only = read_only
         # Advisory locks are database-wide: keyed by the schema so two schemas never wait on each other.
         self.lock_class = zlib.crc32(schema.encode()) - 2**31
         # JIT compiles a plan in ~12 ms, longer than most of these statements run.
-        options: dict[str, Any] = {
-            "options": f"-c search_path={schema} -c jit=off",
-            "connect_timeout": max(1, round(timeout)),
-        }
+        settings = f"-c search_path={schema} -c jit=off"
+        if read_only:
+            settings += " -c default_transaction_read_only=on"
         try:
+            # After the DSN's own options (a keyword would replace them), so ours win a conflict.
+            given = psycopg.conninfo.conninfo_to_dict(dsn).get("options") or ""
+            options: dict[str, Any] = {
+                "options": f"{given} {settings}".strip(),
+                "connect_timeout": max(1, round(timeout)),
+            }
             with psycopg.connect(dsn, autocommit=True, **options) as conn:
-                pg_migrations.apply(conn, schema, now)
+                if not read_only:
+                    pg_migrations.apply(conn, schema, now)
+                elif missing := pg_migrations.missing(conn):
+                    raise NotCaughtUp(
+                        f"the read-only database (schema {schema}) lacks {len(missing)} migration(s) of this "
+                        f"jiyi, first {missing[0]}: a replica not caught up with the primary yet, or not a copy "
+                        "of it"
+                    )
         except psycopg.Error as exc:
             raise Unavailable(f"cannot use PostgreSQL: {exc}") from exc
         self.pool = psycopg_pool.ConnectionPool(
@@ -91,7 +123,7 @@ class PgDatabase:
             kwargs=options,
             timeout=timeout,
             open=False,
-            name=f"jiyi-{schema}",
+            name=f"jiyi-{schema}{'-read' if read_only else ''}",
             check=self._check_if_idle,
             reset=self._returned,
         )

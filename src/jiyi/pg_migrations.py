@@ -4,7 +4,9 @@ a ``PgDatabase`` opens, one transaction per step, each recorded in ``_migrations
 Several server processes may start at once against one database: ``apply`` holds an advisory lock
 (per schema) while it looks and applies, so each step runs exactly once.
 
-Never edit a migration that has shipped; add a new one.
+Never edit a migration that has shipped; add a new one. A read replica is never migrated (a hot
+standby refuses writes): its database only checks ``missing`` is empty, the steps having come
+from the primary through replication.
 """
 
 from __future__ import annotations
@@ -319,6 +321,14 @@ migration(
     );
     """,
 )
+
+
+def missing(conn: psycopg.Connection[Any]) -> list[str]:
+    """The names of the migrations this code knows that ``conn``'s schema (its search_path) has not
+    recorded, in order: every one when it has no ``_migrations``. Reads only."""
+    row = conn.execute("SELECT to_regclass('_migrations') IS NOT NULL").fetchone()
+    done = {r[0] for r in conn.execute("SELECT name FROM _migrations")} if row and row[0] else set()
+    return [name for name, _ in MIGRATIONS if name not in done]
 
 
 def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:

@@ -29,6 +29,13 @@ _ERRORS = {
 }
 
 
+# The reads team_server.READ_ROUTES sends to a read replica say so (a test holds the two together).
+_REPLICA = (
+    "Read from the read replica when the server has one (`jiyi team serve --read-dsn`): a change shows "
+    "here once the replica has replayed it (pulls see a prefix of the changes, never skip one)."
+)
+
+
 def _query(name: str, kind: str, description: str, *, required: bool = False) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": required, "schema": {"type": kind}, "description": description}
 
@@ -38,6 +45,7 @@ def _paged(summary: str, cursor: str, item: dict[str, Any]) -> dict[str, Any]:
     return {
         "get": {
             "summary": summary,
+            "description": _REPLICA,
             "parameters": [
                 _query("cursor", "integer", cursor),
                 _query("limit", "integer", "1..1000, default 200"),
@@ -172,6 +180,7 @@ def document() -> dict[str, Any]:
             "/v1/search": {
                 "get": {
                     "summary": "Rank the team's records for a query (SPEC §4 signals)",
+                    "description": _REPLICA,
                     "parameters": [
                         _query("q", "string", "1..2000 characters", required=True),
                         _query("limit", "integer", "1..50, default 5"),
@@ -263,6 +272,7 @@ def document() -> dict[str, Any]:
             "/v1/verify/candidates": {
                 "get": {
                     "summary": "Records with a fix and a reproduction and no replay yet",
+                    "description": _REPLICA,
                     "parameters": [_query("limit", "integer", "1..200, default 20")],
                     "responses": {
                         "200": _json(

@@ -5,6 +5,12 @@ processes (``jiyi team serve --workers N``, or several machines behind a load ba
 database. The buckets are per process: with N processes a token may make up to N times
 ``rate_per_minute`` requests a minute in all.
 
+With a read replica (``read_db``, ``--read-dsn``) the reads of ``READ_ROUTES`` go to it; writes and
+token checks stay on the primary, so a revoked token is refused at once, however far the replica
+lags (checked there, a revocation would wait for replay, and for ever on a standby whose replication
+broke, with nothing to say so). A pull from a lagging replica sees a prefix of the changes and
+skips none (docs/team-protocol.md, "Several processes, several machines, read replicas").
+
 Every request but ``/v1/health`` and ``/openapi.json`` carries ``Authorization: Bearer <token>``;
 every query runs in the token's team (``PgStore(db, team)``), so a record of another team is
 refused (403) and never shown. psycopg is blocking: each database call runs in the thread pool,
@@ -49,6 +55,8 @@ RATE_PER_MINUTE = 600  # a sync of 10 000 records is 100 pushes; an agent search
 CHANGES_DEFAULT, CHANGES_MAX = 200, 1000
 SEARCH_MAX = 50
 _HEX = re.compile(r"[0-9a-f]{32}")
+# Answered from the read replica when there is one: pure reads, where a change seen late is fine.
+READ_ROUTES = ("/v1/changes", "/v1/search", "/v1/forgotten", "/v1/verify/candidates")
 _STATUS = {"E_UNAUTHORIZED": 401, "E_FORBIDDEN": 403, "E_NOT_FOUND": 404, "E_INVALID_ARGUMENT": 400}
 
 
@@ -133,11 +141,14 @@ def _check_line(index: int, line: Any) -> dict[str, Any]:
 def create_app(
     db: PgDatabase,
     *,
+    read_db: PgDatabase | None = None,
     max_body: int = MAX_BODY,
     rate_per_minute: int = RATE_PER_MINUTE,
     lifespan: Callable[[Starlette], Any] | None = None,
 ) -> Starlette:
+    """The app over ``db`` (the primary), the ``READ_ROUTES`` reading ``read_db`` when given."""
     buckets = Buckets(rate_per_minute)
+    reader = read_db or db
 
     async def blocking(fn: Callable[[], T]) -> T:
         return await run_in_threadpool(fn)
@@ -218,7 +229,7 @@ def create_app(
         member = await member_of(request)
         cursor = _int(request, "cursor", 0, 0, 2**62)
         limit = _int(request, "limit", CHANGES_DEFAULT, 1, CHANGES_MAX)
-        lines, after, more = await blocking(lambda: PgStore(db, member.team_id).changes_since(cursor, limit))
+        lines, after, more = await blocking(lambda: PgStore(reader, member.team_id).changes_since(cursor, limit))
         return {"records": lines, "cursor": after, "more": more}
 
     async def forget(request: Request) -> Any:
@@ -254,7 +265,7 @@ def create_app(
         member = await member_of(request)
         cursor = _int(request, "cursor", 0, 0, 2**62)
         limit = _int(request, "limit", CHANGES_DEFAULT, 1, CHANGES_MAX)
-        lines, after, more = await blocking(lambda: PgStore(db, member.team_id).forgotten_since(cursor, limit))
+        lines, after, more = await blocking(lambda: PgStore(reader, member.team_id).forgotten_since(cursor, limit))
         return {"records": lines, "cursor": after, "more": more}
 
     async def search(request: Request) -> Any:
@@ -264,7 +275,7 @@ def create_app(
             raise InvalidArgument("q", "应为 1..2000 个字符")
         limit = _int(request, "limit", 5, 1, SEARCH_MAX)
         project = request.query_params.get("project", "")
-        hits = await blocking(lambda: PgStore(db, member.team_id).search_hits(text, limit, project_key=project))
+        hits = await blocking(lambda: PgStore(reader, member.team_id).search_hits(text, limit, project_key=project))
         return {
             "hits": [
                 {
@@ -282,7 +293,7 @@ def create_app(
     async def candidates(request: Request) -> Any:
         member = await member_of(request)
         limit = _int(request, "limit", 20, 1, 200)
-        lines = await blocking(lambda: PgStore(db, member.team_id).verification_candidates(limit))
+        lines = await blocking(lambda: PgStore(reader, member.team_id).verification_candidates(limit))
         return {"records": lines}
 
     async def verify(request: Request) -> Any:
@@ -323,22 +334,36 @@ def create_app(
         Route("/v1/verify/{hex}", endpoint(verify), methods=["POST"]),
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.db, app.state.read_db = db, read_db  # the pools, for a lifespan or a look at their stats
+    return app
 
 
 def app_from_env() -> Starlette:
     """The app of one ``jiyi team serve`` worker (uvicorn's factory): the database from
-    ``JIYI_TEAM_DSN`` / ``JIYI_TEAM_SCHEMA``, the rate from ``JIYI_TEAM_RATE``."""
+    ``JIYI_TEAM_DSN`` / ``JIYI_TEAM_SCHEMA``, its read replica from ``JIYI_TEAM_READ_DSN`` (same
+    schema), the rate from ``JIYI_TEAM_RATE``."""
     dsn = os.environ.get("JIYI_TEAM_DSN", "")
     if not dsn:
         raise SystemExit("jiyi team serve: no database (--dsn or JIYI_TEAM_DSN)")
+    schema = os.environ.get("JIYI_TEAM_SCHEMA", "jiyi")
     pool = int(os.environ.get("JIYI_TEAM_POOL", "10"))
-    db = PgDatabase(dsn, schema=os.environ.get("JIYI_TEAM_SCHEMA", "jiyi"), max_size=pool)
+    db = PgDatabase(dsn, schema=schema, max_size=pool)
+    # On the primary only: a replica receives the re-derived terms by replication.
     upgrade_on_start(db)  # an index of older terms: a bounded while now, the rest by the admin command
+    read_dsn = os.environ.get("JIYI_TEAM_READ_DSN", "")
+    try:
+        read_db = PgDatabase(read_dsn, schema=schema, read_only=True, max_size=pool) if read_dsn else None
+    except BaseException:
+        db.close()
+        raise
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         db.close()
+        if read_db is not None:
+            read_db.close()
 
-    return create_app(db, rate_per_minute=int(os.environ.get("JIYI_TEAM_RATE", RATE_PER_MINUTE)), lifespan=lifespan)
+    rate = int(os.environ.get("JIYI_TEAM_RATE", RATE_PER_MINUTE))
+    return create_app(db, read_db=read_db, rate_per_minute=rate, lifespan=lifespan)

@@ -98,22 +98,66 @@ def team_group() -> None:
     type=click.IntRange(0),
     help="Requests a token may make a minute, per worker (default 600; 0: no limit).",
 )
-def serve_command(dsn: str, schema: str, host: str, port: int, workers: int, rate_per_minute: int | None) -> None:
+@click.option(
+    "--read-dsn",
+    envvar="JIYI_TEAM_READ_DSN",
+    default=None,
+    help="A read replica of the database (JIYI_TEAM_READ_DSN): pulls, search and replay candidates read there.",
+)
+def serve_command(
+    dsn: str, schema: str, host: str, port: int, workers: int, rate_per_minute: int | None, read_dsn: str | None
+) -> None:
     """Run the team server (HTTP, for a reverse proxy with TLS in front of it).
 
-    Every worker is stateless: several workers, or several machines, may serve one database.
+    Every worker is stateless: several workers, or several machines, may serve one database. With
+    --read-dsn, /v1/changes, /v1/forgotten, /v1/search and /v1/verify/candidates read from the
+    replica (a change shows there after the replication lag); pushes, forgets, verifications and
+    every token check stay on the primary.
     """
     _need("psycopg", "psycopg_pool", "starlette", "uvicorn")
     import uvicorn
 
     with _database(dsn, schema):
         pass  # migrations applied once here, before the workers start; and a bad DSN fails now
+    if read_dsn:
+        _wait_for_replica(read_dsn, schema)  # before the workers: each would refuse it on its own
     # The workers are other processes: they build the app from the environment (team_server.app_from_env).
     os.environ["JIYI_TEAM_DSN"] = dsn
     os.environ["JIYI_TEAM_SCHEMA"] = schema
+    if read_dsn:
+        os.environ["JIYI_TEAM_READ_DSN"] = read_dsn
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
     uvicorn.run("jiyi.team_server:app_from_env", factory=True, host=host, port=port, workers=workers)
+
+
+# How long serve waits for a read replica to replay the migrations it just applied on the primary:
+# a streaming standby takes milliseconds to seconds; one behind for longer is a problem to see.
+REPLICA_WAIT_S = 30.0
+
+
+def _wait_for_replica(read_dsn: str, schema: str) -> None:
+    """Open the replica read-only, again while it lacks migrations, for up to ``REPLICA_WAIT_S``;
+    exit 1 saying why when it cannot be used."""
+    import time
+
+    from ..pg_database import NotCaughtUp, PgDatabase
+
+    deadline = time.monotonic() + REPLICA_WAIT_S
+    said = False
+    while True:
+        try:
+            PgDatabase(read_dsn, schema=schema, min_size=1, max_size=1, read_only=True).close()
+            return
+        except NotCaughtUp as exc:
+            if time.monotonic() >= deadline:
+                _fail(exc)
+            if not said:
+                click.echo(f"waiting up to {REPLICA_WAIT_S:g} s for the read replica: {exc.reason}", err=True)
+                said = True
+            time.sleep(0.5)
+        except JiyiError as exc:
+            _fail(exc)
 
 
 @team_group.group("admin")
