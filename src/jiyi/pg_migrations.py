@@ -321,6 +321,10 @@ migration(
 )
 
 
+# sqlite migrations.m010: where the last failure happened in git terms (git_head.failure_point).
+migration("m008_failure_checkout", "ALTER TABLE sessions ADD COLUMN last_checkout text;")
+
+
 def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:
     """Create ``schema`` if missing and apply what is missing on ``conn`` (autocommit, its
     search_path set to the schema); returns the names applied now."""
