@@ -20,7 +20,7 @@ from jiyi import auto_record, hook_events
 from jiyi.records import Fix, Record, Reproduction
 from jiyi.replay import replay
 
-from .helpers import CHECK_PY, MYLIB_ERROR, git, git_repo, note, run_hook, settled
+from .helpers import CHECK_PY, MYLIB_ERROR, anywhere, git, git_repo, note, run_hook, settled
 
 ERROR = "Exit code 1\nld: undefined symbol deflate"
 FAILED = "cc -o app main.o"
@@ -163,7 +163,7 @@ def test_an_automatic_record_in_git_replays_at_the_commit_it_failed_at(
     record = _only()
     assert record.reproduction == Reproduction("python3 check.py", str(repo), failed_at, "")
     assert record.fix == Fix("command", command=fixed)
-    result = replay(record, workdir=tmp_path, allow_network=True)
+    result = replay(record, workdir=tmp_path, **anywhere())
     assert (result.passed, result.stage) == (True, "passed"), result.detail
 
 
