@@ -13,6 +13,10 @@ for each kind of event and prints the median and p90, each kind in a store of it
 - ``PostToolUse, with config.toml``: the first kind with a user settings file present, which the
   hook must parse (``config.load``) rather than take the defaults.
 
+``--git`` makes the project a git checkout with one commit, as an agent's project usually is: a
+failure with a command then also keeps where it failed (``git_head.failure_point``, for the
+automatic record's reproduction), which the plain folder skips.
+
 ``--entry script`` (the default) runs the ``jiyi`` console script beside the interpreter, as an
 agent's hook configuration does; ``module`` runs ``python -m jiyi`` (runpy adds ~10 ms). The
 source's bytecode is compiled first, as an installed package's is.
@@ -97,11 +101,20 @@ def _event(event: dict[str, object], session: str, project: Path) -> bytes:
     return json.dumps({**event, "session_id": session, "cwd": str(project)}).encode()
 
 
+def _git_checkout(folder: Path) -> None:
+    (folder / "main.c").write_text("int main(void) { return 0; }\n")
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in (["init", "-q"], ["add", "main.c"], ["commit", "-q", "-m", "start"]):
+        subprocess.run(["git", "-c", "user.name=bench", "-c", "user.email=bench@jiyi.invalid", *args],
+                       cwd=folder, env=env, check=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--entry", choices=("module", "script"), default="script")
     parser.add_argument("--json", type=Path, default=None, help="also write the medians here (bench/run_all.py)")
+    parser.add_argument("--git", action="store_true", help="the project is a git checkout with one commit")
     args = parser.parse_args()
     if args.entry == "script":
         command = [str(Path(sys.executable).with_name("jiyi")), "hook", "claude-code"]
@@ -111,6 +124,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp, "zlib-port")
         project.mkdir()
+        if args.git:
+            _git_checkout(project)
 
         def env(name: str, config: str = "config") -> dict[str, str]:
             return {**os.environ, "JIYI_HOME": str(Path(tmp, name)), "JIYI_CONFIG_DIR": str(Path(tmp, config))}

@@ -122,6 +122,14 @@ def settled(jiyi_home: Path, deadline_seconds: float = 30.0) -> None:
     raise AssertionError(f"automatic records still queued after {deadline_seconds} s: {rows}")
 
 
+def anywhere() -> dict[str, bool]:
+    """Replay permissions every machine can run with: the network allowed, the file system confined
+    where the machine can (as on CI), so a test of another stage runs on any machine."""
+    from jiyi.isolation import filesystem_isolation
+
+    return {"allow_network": True, "allow_writes": not filesystem_isolation()}
+
+
 # A repository the replay tests clone: importing the missing module is the failure, adding it the fix.
 CHECK_PY = "import mylib\n\nprint(mylib.VALUE)\n"
 MYLIB_DIFF = (

@@ -17,9 +17,10 @@ import pytest
 
 import jiyi
 from jiyi import auto_record, hook_events
-from jiyi.records import Record
+from jiyi.records import Fix, Record, Reproduction
+from jiyi.replay import replay
 
-from .helpers import note, run_hook, settled
+from .helpers import CHECK_PY, MYLIB_ERROR, anywhere, git, git_repo, note, run_hook, settled
 
 ERROR = "Exit code 1\nld: undefined symbol deflate"
 FAILED = "cc -o app main.o"
@@ -114,6 +115,7 @@ def test_a_failure_fixed_by_a_new_command_becomes_one_local_auto_bugfix(
     assert FIXED in record.where
     assert FAILED in record.learned and FIXED in record.learned
     assert record.tool_name == "bash" and record.session_id == "first"
+    assert record.reproduction is None  # zlib-port is no git checkout: nowhere to replay it
     assert record.topic_key is not None and record.topic_key.startswith("auto/") and len(record.topic_key) == 17
     failure = jiyi.signature.analyze(ERROR).signatures
     assert failure and set(failure) <= set(record.signatures)
@@ -138,6 +140,45 @@ def test_a_failure_fixed_by_a_new_command_becomes_one_local_auto_bugfix(
         _hook(tmp_path, jiyi_home, _failure(project, session_id))
         _hook(tmp_path, jiyi_home, _success(project, session_id))
     assert _only().sources == 2
+
+
+@pytest.mark.parametrize("way", ["full", "quick"])
+def test_an_automatic_record_in_git_replays_at_the_commit_it_failed_at(
+    tmp_path: Path, jiyi_home: Path, way: str
+) -> None:
+    repo = tmp_path / "proj"
+    failed_at = git_repo(repo, {"check.py": CHECK_PY})
+    session = f"in-git-{way}"
+    if way == "quick":  # the session exists: the failure is kept by the hook's quick path
+        _hook(tmp_path, jiyi_home, _event("PostToolUse", repo, session, tool_name="Read", tool_response={}))
+    failure = _failure(repo, session, "python3 check.py")
+    _hook(tmp_path, jiyi_home, {**failure, "error": f"Exit code 1\nTraceback …\n{MYLIB_ERROR}"})
+    # The fix is committed before the success: HEAD moves on, but the failure happened at failed_at.
+    (repo / "mylib.py").write_text("VALUE = 1\n", encoding="utf-8")
+    git(repo, "add", "mylib.py")
+    git(repo, "commit", "-q", "-m", "add mylib")
+    fixed = "printf 'VALUE = 1\\n' > mylib.py && python3 check.py"
+    _hook(tmp_path, jiyi_home, _success(repo, session, fixed))
+
+    record = _only()
+    assert record.reproduction == Reproduction("python3 check.py", str(repo), failed_at, "")
+    assert record.fix == Fix("command", command=fixed)
+    result = replay(record, workdir=tmp_path, **anywhere())
+    assert (result.passed, result.stage) == (True, "passed"), result.detail
+
+
+def test_jiyi_run_in_a_subfolder_of_a_checkout_keeps_its_folder(tmp_path: Path, jiyi_home: Path) -> None:
+    repo = tmp_path / "proj"
+    commit = git_repo(repo, {"check.py": CHECK_PY, "sub/README": "x\n"})
+    git(repo, "remote", "add", "origin", "https://git.example.com/team/proj.git")
+    with jiyi.Memory(cwd=repo / "sub") as memory:
+        agent = memory.session(session_id="run")
+        agent.observe_tool_result("Bash", ok=False, error=MYLIB_ERROR, command="python3 ../check.py")
+        agent.observe_tool_result("Bash", ok=True, command="touch ../mylib.py && python3 ../check.py")
+        (record,) = memory.store.list_records()
+    assert record.reproduction == Reproduction(
+        "python3 ../check.py", "https://git.example.com/team/proj.git", commit, "sub"
+    )
 
 
 def test_an_edit_between_failure_and_success_is_named_in_where(tmp_path: Path, jiyi_home: Path, project: Path) -> None:

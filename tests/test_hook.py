@@ -14,7 +14,7 @@ import pytest
 import jiyi
 from jiyi import hook, hook_events, hook_quick, tool_results
 
-from .helpers import ZLIB, run_hook
+from .helpers import ZLIB, git_repo, run_hook
 
 SESSION = "0b6c5a1e-7d1f-4f39-9a77-claude"
 
@@ -343,7 +343,8 @@ def _session_row(jiyi_home: Path, session_id: str) -> tuple[Any, ...]:
 
     with sqlite3.connect(jiyi_home / "jiyi.db") as db:
         row = db.execute(
-            "SELECT last_tool, last_error, last_signatures, last_command, outcome FROM sessions WHERE id = ?",
+            "SELECT last_tool, last_error, last_signatures, last_command, last_checkout, outcome FROM sessions "
+            "WHERE id = ?",
             (session_id,),
         ).fetchone()
     db.close()
@@ -351,6 +352,7 @@ def _session_row(jiyi_home: Path, session_id: str) -> tuple[Any, ...]:
 
 
 def test_the_quick_path_records_what_the_store_records(tmp_path: Path, jiyi_home: Path, project: Path) -> None:
+    commit = git_repo(project, {"Makefile": "app: main.o\n"})  # where it failed is kept too
     failure = _event(
         "PostToolUseFailure",
         project,
@@ -371,13 +373,14 @@ def test_the_quick_path_records_what_the_store_records(tmp_path: Path, jiyi_home
     assert (jiyi_home / "cache").is_dir()  # the compiled patterns were kept
     assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store")
     assert "[REDACTED:github-token]" in str(_session_row(jiyi_home, "by-hook")[3])
+    assert json.loads(_session_row(jiyi_home, "by-hook")[4]) == {"top": str(project), "commit": commit, "cwd": ""}
     # Closing the loop, the quick way too (the same command: no automatic record is queued).
     fixed = _event("PostToolUse", project, tool_name="Bash", session_id="by-hook", tool_input=failure["tool_input"])
     closing = hook_events.parse("claude-code", fixed)
     assert closing is not None and hook_quick.apply(closing, dict(os.environ), recall_to=True) == (True, None)
     with jiyi.Memory() as memory:
         memory.session(session_id="by-store").observe_tool_result("bash", ok=True, command=closing.call.command)  # type: ignore[union-attr]
-    assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store") == (None,) * 4 + ("成功",)
+    assert _session_row(jiyi_home, "by-hook") == _session_row(jiyi_home, "by-store") == (None,) * 5 + ("成功",)
 
 
 def test_compiled_patterns_from_the_cache_are_the_patterns(tmp_path: Path) -> None:

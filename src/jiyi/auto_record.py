@@ -4,7 +4,9 @@ When the tool that failed succeeds, no note was written since the failure, and t
 the command changed, or files were edited in between — the hook writes a ``bugfix`` record of origin
 ``local_auto`` through the path notes take (``writing``): its ``what`` is the failure's error text, so
 its signatures are the failure's; ``where`` names the command and the files; ``learned`` says what
-changed; a changed command is its ``command`` fix. Its topic comes from the failure's first signature
+changed; a changed command is its ``command`` fix. Where the failure happened in a git checkout
+(kept with it) is its ``reproduction``: the failing command at the commit it failed at, so a team
+runner can replay the record (``replay``). Its topic comes from the failure's first signature
 (``auto/<12 hex>``), so the same failure fixed the same way again (same fix, same place) only adds a
 source; fixed another way, it becomes the record's next revision. ``Settings.auto_records``
 (``JIYI_AUTO_RECORDS``) turns them off.
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .project import reproduction_at
 from .records import Fix, Record, new_hex, now
 from .redact import redact
 from .tool_results import clean_command
@@ -122,6 +125,8 @@ def build(
         origin="local_auto",
         topic_key=topic_key(resolved.signatures, what),
         fix=Fix(kind="command", command=after) if changed else None,
+        # At the commit it failed at (kept with the failure), so a replay meets it there.
+        reproduction=reproduction_at(before, resolved.checkout),
         environment=dict(environment),
         tool_name=(resolved.tool or "").lower() or None,
         outcome="成功",

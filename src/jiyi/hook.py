@@ -95,6 +95,7 @@ def _full(event: Event, environ: dict[str, str], *, recall_to: bool) -> str | No
                 edited=tuple(_relative(folder / path, found.root or folder) for path in call.edited),
                 project=found,
                 auto_records=settings.auto_records,
+                folder=str(folder),
             )
             keep_patterns()
             if recall_to and not call.ok:

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 
+from .git_head import failure_point, git_top
 from .hook_events import TEAM_SYNC_EVENTS
 from .loop_closing import MAX_ATTEMPTS, STALE_SECONDS, evident, queue, resolve_in
 from .tool_results import clean_command, clean_error, keep_patterns, patterns_from, signatures_of
@@ -35,22 +36,10 @@ def _xdg(variable: str, fallback: str) -> str:
     return os.path.join(os.environ.get(variable, "").strip() or os.path.expanduser(fallback), "jiyi")
 
 
-def git_root(folder: str) -> str | None:
-    """``project.find_root`` without pathlib: the nearest folder with ``.git``."""
-    here = folder
-    while True:
-        if os.path.exists(os.path.join(here, ".git")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-
-
 def _shown_paths(edited: tuple[str, ...], folder: str) -> list[str] | None:
     """The edited files as ``_full`` keeps them (relative to the project root when inside it);
     None when a path is not plain enough to be sure pathlib would agree (the full way then)."""
-    base = git_root(folder) or folder
+    base = git_top(folder) or folder
     shown = []
     for name in edited:
         path = os.path.join(folder, name)
@@ -80,7 +69,7 @@ def quick_settings(folder: str, environ: dict[str, str]) -> tuple[str, str | Non
     folder_of_config = os.path.expanduser(config_dir) if config_dir else _xdg("XDG_CONFIG_HOME", "~/.config")
     if os.path.exists(os.path.join(folder_of_config, "config.toml")):
         return None
-    root = git_root(folder)
+    root = git_top(folder)
     if root is not None and os.path.exists(os.path.join(root, ".jiyi.toml")):
         return None
     home = environ.get("JIYI_HOME")
@@ -109,7 +98,7 @@ def _loaded_settings(folder: str, environ: dict[str, str], event: Event) -> tupl
     from . import config
     from .errors import JiyiError
 
-    root = git_root(folder)
+    root = git_top(folder)
     try:
         settings = config.load(Path(root) if root else None, environ)
     except JiyiError:
@@ -233,11 +222,14 @@ def _quick_apply(
         ).fetchall()
         if unrecalled:
             return False, None
+    # Where it failed, kept now: its automatic record replays it at this commit (git_head). A few
+    # file reads, and none for a tool without a command to replay.
+    checkout = failure_point(folder) if command else None
     # SQLiteStore.set_failure's statement.
     db.execute(
         "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ?, last_signatures = ?, "
-        "last_command = ?, outcome = '失败' WHERE id = ?",
-        (call.tool, text, _now(), json.dumps(list(dict.fromkeys(signatures))), command, session_id),
+        "last_command = ?, last_checkout = ?, outcome = '失败' WHERE id = ?",
+        (call.tool, text, _now(), json.dumps(list(dict.fromkeys(signatures))), command, checkout, session_id),
     )
     return True, None
 

@@ -46,15 +46,16 @@ LOCK_NAME = "finish.lock"
 
 def resolve_in(db: sqlite3.Connection, session_id: str, tool: str) -> tuple[Any, ...] | None:
     """``Store.resolve_failure`` on ``db`` inside the caller's write transaction: (records used,
-    notes confirmed, failed tool, error, signatures, failed command, notes since, files edited);
-    None when the session's last failure is not one of ``tool`` (nothing changed)."""
+    notes confirmed, failed tool, error, signatures, failed command, notes since, files edited,
+    where it failed); None when the session's last failure is not one of ``tool`` (nothing changed)."""
     row = db.execute(
-        "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command FROM sessions WHERE id = ?",
+        "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout "
+        "FROM sessions WHERE id = ?",
         (session_id,),
     ).fetchone()
     if row is None or row[2] is None or (row[0] or "").lower() != tool.lower():
         return None
-    failed_tool, error, since, stored, command = row
+    failed_tool, error, since, stored, command, checkout = row
     if stored is not None:
         signatures = list(json.loads(stored))
     else:  # a failure recorded before the signatures were kept
@@ -85,10 +86,13 @@ def resolve_in(db: sqlite3.Connection, session_id: str, tool: str) -> tuple[Any,
     db.execute("DELETE FROM session_edits WHERE session_id = ?", (session_id,))
     db.execute(
         "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
-        "last_signatures = NULL, last_command = NULL, outcome = '成功' WHERE id = ?",
+        "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' WHERE id = ?",
         (session_id,),
     )
-    return used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited)
+    return (
+        used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited),
+        checkout,
+    )  # fmt: skip
 
 
 def evident(failed_command: str | None, command: str | None, edited: tuple[str, ...]) -> bool:
@@ -103,7 +107,7 @@ def queue(
 ) -> None:
     """Queue the automatic record of ``resolved`` (:func:`resolve_in`'s tuple), in the caller's
     transaction. ``command`` (the succeeding call's) is already redacted."""
-    _, _, tool, error, signatures, failed, notes, edited = resolved
+    _, _, tool, error, signatures, failed, notes, edited, checkout = resolved
     failure = {
         "tool": tool,
         "error": error,
@@ -111,6 +115,7 @@ def queue(
         "command": failed,
         "noted": list(notes),
         "edited": list(edited),
+        "checkout": checkout,  # the failing commit: the record's reproduction is written from it
     }
     db.execute(
         "INSERT INTO auto_record_queue (session_id, failure, command, cwd, queued) VALUES (?, ?, ?, ?, ?)",
@@ -224,6 +229,7 @@ def write(store: Store, session_id: str, failure_json: str, command: str | None,
         command=failure["command"],
         noted=tuple(failure["noted"]),
         edited=tuple(failure["edited"]),
+        checkout=failure.get("checkout"),  # rows queued before it was kept have none
     )
     found = project.detect(Path(cwd))
     auto_record.write(store, resolved, command, session_id=session_id, project=found, environment=project.environment())

@@ -319,6 +319,14 @@ def m009_store_meta(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m010_failure_checkout(db: sqlite3.Connection) -> None:
+    # Where the last failure happened in git terms (``git_head.failure_point``: the checkout's top,
+    # HEAD commit, folder), kept when it is met: an automatic record written when it is fixed
+    # replays it at that commit, not at the one the fix may since have been committed as.
+    _run(db, "ALTER TABLE sessions ADD COLUMN last_checkout TEXT")
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

@@ -323,6 +323,10 @@ migration(
 )
 
 
+# sqlite migrations.m010: where the last failure happened in git terms (git_head.failure_point).
+migration("m008_failure_checkout", "ALTER TABLE sessions ADD COLUMN last_checkout text;")
+
+
 def missing(conn: psycopg.Connection[Any]) -> list[str]:
     """The names of the migrations this code knows that ``conn``'s schema (its search_path) has not
     recorded, in order: every one when it has no ``_migrations``. Reads only."""

@@ -49,7 +49,7 @@ class PgSessions:
         with self.db.cursor() as cur:
             cur.execute(
                 "SELECT id, project_key, project, started, last_seen, read_used, last_tool, last_error, "
-                "last_failure_at, outcome, last_command FROM sessions WHERE team_id = %s AND id = %s",
+                "last_failure_at, outcome, last_command, last_checkout FROM sessions WHERE team_id = %s AND id = %s",
                 (self.team, session_id),
             )
             row = cur.fetchone()
@@ -57,6 +57,7 @@ class PgSessions:
                 return None
             state = SessionState(*row[:10])
             state.last_command = row[10]
+            state.last_checkout = row[11]
             for table, into in (("session_reads", state.reads), ("session_notes", state.notes)):
                 cur.execute(
                     f"SELECT hex FROM {table} WHERE team_id = %s AND session_id = %s ORDER BY at, hex",
@@ -94,14 +95,16 @@ class PgSessions:
         *,
         signatures: Iterable[str] = (),
         command: str | None = None,
+        checkout: str | None = None,
     ) -> None:
         sigs = Jsonb(list(dict.fromkeys(signatures))) if error else None
         with self.db.cursor() as cur:
             cur.execute(
                 "UPDATE sessions SET last_tool = %s, last_error = %s, last_failure_at = %s, last_signatures = %s, "
-                "last_command = %s, outcome = CASE WHEN %s THEN '失败' ELSE outcome END WHERE team_id = %s AND id = %s",
-                (tool, error, now() if error else None, sigs, command if error else None, bool(error), self.team,
-                 session_id),
+                "last_command = %s, last_checkout = %s, outcome = CASE WHEN %s THEN '失败' ELSE outcome END "
+                "WHERE team_id = %s AND id = %s",
+                (tool, error, now() if error else None, sigs, command if error else None, checkout if error else None,
+                 bool(error), self.team, session_id),
             )  # fmt: skip
 
     def record_edits(self, session_id: str, paths: Iterable[str]) -> None:
@@ -120,7 +123,7 @@ class PgSessions:
 
     def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
         sql = (
-            "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command FROM sessions "
+            "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout FROM sessions "
             "WHERE team_id = %s AND id = %s"
         )
         with self.db.cursor() as cur:
@@ -133,7 +136,7 @@ class PgSessions:
             row = _pending(cur.fetchone(), tool)
             if row is None:
                 return None
-            failed_tool, error, since, stored, command = row
+            failed_tool, error, since, stored, command, checkout = row
             if stored is not None:
                 signatures = [str(s) for s in stored]
             else:  # a failure recorded without its signatures
@@ -174,7 +177,8 @@ class PgSessions:
             cur.execute("DELETE FROM session_edits WHERE team_id = %s AND session_id = %s", (self.team, session_id))
             cur.execute(
                 "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
-                "last_signatures = NULL, last_command = NULL, outcome = '成功' WHERE team_id = %s AND id = %s",
+                "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' "
+                "WHERE team_id = %s AND id = %s",
                 (self.team, session_id),
             )
             return Resolved(
@@ -186,6 +190,7 @@ class PgSessions:
                 command=command,
                 noted=tuple(notes),
                 edited=tuple(edited),
+                checkout=checkout,
             )
 
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:

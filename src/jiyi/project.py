@@ -13,6 +13,12 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import git_head
+
+if TYPE_CHECKING:
+    from .records import Reproduction
 
 
 @dataclass(frozen=True)
@@ -23,15 +29,8 @@ class Project:
 
 
 def _git_dir(root: Path) -> Path | None:
-    dot_git = root / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    if dot_git.is_file():  # worktrees and submodules: "gitdir: <path>"
-        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-        if text.startswith("gitdir:"):
-            target = Path(text[len("gitdir:") :].strip())
-            return target if target.is_absolute() else (root / target).resolve()
-    return None
+    found = git_head.git_dir(str(root))
+    return Path(found) if found is not None else None
 
 
 def find_root(start: Path) -> Path | None:
@@ -60,47 +59,9 @@ def remote_url(git_dir: Path) -> str | None:
     return None
 
 
-_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256
-
-
-def _common_dir(git_dir: Path) -> Path:
-    common = git_dir / "commondir"  # a worktree's branches and packed refs live in the main git dir
-    if common.is_file():
-        return (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
-    return git_dir
-
-
-def _ref_value(git_dir: Path, common: Path, ref: str) -> str | None:
-    if not ref.startswith("refs/") or ".." in ref:
-        return None
-    for base in dict.fromkeys((git_dir, common)):  # per-worktree refs first, then the shared ones
-        if (base / ref).is_file():
-            return (base / ref).read_text(encoding="utf-8").strip()
-    packed = common / "packed-refs"
-    if packed.is_file():
-        for line in packed.read_text(encoding="utf-8").splitlines():
-            sha, _, name = line.partition(" ")
-            if name.strip() == ref and not line.startswith(("#", "^")):
-                return sha
-    return None
-
-
 def head_commit(git_dir: Path) -> str | None:
-    """The commit HEAD names, from git's files (HEAD, loose refs, packed-refs); None on an unborn
-    branch or a layout not read here (reftable)."""
-    common = _common_dir(git_dir)
-    try:
-        value = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-        for _ in range(5):  # a symbolic ref may name another one
-            if not value.startswith("ref:"):
-                return value if _COMMIT.fullmatch(value) else None
-            found = _ref_value(git_dir, common, value[4:].strip())
-            if found is None:
-                return None
-            value = found
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
+    """The commit HEAD names (``git_head.head_commit``); None on an unborn branch."""
+    return git_head.head_commit(str(git_dir))
 
 
 def checkout_point(root: Path) -> tuple[str, str] | None:
@@ -113,6 +74,27 @@ def checkout_point(root: Path) -> tuple[str, str] | None:
     if commit is None:
         return None
     return remote_url(git_dir) or str(root), commit
+
+
+def reproduction_at(command: str | None, point: str | None) -> Reproduction | None:
+    """How to meet a failure of ``command`` again from where it failed (``point``, the JSON of
+    ``git_head.failure_point``): where to clone from (the checkout's remote URL, else its top
+    folder), the commit and the folder; None without a command or a point."""
+    if command is None or point is None:
+        return None
+    import json
+
+    from .records import Reproduction
+    from .redact import redact
+
+    try:
+        where = json.loads(point)
+        top, commit, cwd = str(where["top"]), str(where["commit"]), str(where["cwd"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    git_dir = _git_dir(Path(top))
+    repo = (remote_url(git_dir) if git_dir is not None else None) or top
+    return Reproduction(command, redact(repo), commit, cwd)
 
 
 def normalise_remote(url: str) -> str:

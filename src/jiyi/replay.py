@@ -5,16 +5,16 @@ fail with one of the record's error signatures; then the fix is applied (a comma
 applied, a config file written inside the checkout) and the command must pass. Only ``jiyi team
 verify`` calls this, on a runner a team opts into: search never runs a fix (SPEC §6).
 
-The record's commands run without network (``unshare -rn``: a user and network namespace with no
-interface up) unless the caller allows it, with a minimal environment (no tokens of the runner),
-each in its own process group, killed whole when the time is up. Git itself (clone, checkout,
-apply) runs as the runner's user, with its credentials: it is the runner's tool, not the record's.
+The record's commands run confined (``isolation``): without network, and unable to write outside
+the checkout and its private temp folder, unless the caller allows either; with a minimal
+environment (no tokens of the runner), each in its own process group, killed whole when the time
+is up. Git itself (clone, checkout, apply) runs as the runner's user, with its credentials: it is
+the runner's tool, not the record's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 import re
@@ -30,10 +30,11 @@ from typing import Any
 
 from . import project
 from .formats import is_dangerous
+from .isolation import NETWORK_MISSING, WRITES_MISSING, confined, filesystem_isolation, network_isolation
 from .records import FIX_KINDS, Record
 from .signature import analyze
 
-__all__ = ["STAGES", "ReplayResult", "environment_text", "network_isolation", "replay"]
+__all__ = ["STAGES", "ReplayResult", "environment_text", "filesystem_isolation", "network_isolation", "replay"]
 
 STAGES = ("passed", "refused", "checkout", "not-reproduced", "fix-failed", "still-failing", "timeout")
 OUTPUT_HEAD = 16 * 1024  # bytes of a command's output kept from its start …
@@ -72,42 +73,30 @@ def environment_text() -> str:
     return f"os={env['os']},arch={env['arch']}"
 
 
-@functools.cache
-def network_isolation() -> bool:
-    """Whether this machine can run a command without network: ``unshare -rn true`` works."""
-    if shutil.which("unshare") is None:
-        return False
-    try:
-        probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return probe.returncode == 0
-
-
 def replay(
     record_or_line: Record | dict[str, Any],
     *,
     timeout_s: float = 300,
     allow_network: bool = False,
+    allow_writes: bool = False,
     workdir: str | Path | None = None,
 ) -> ReplayResult:
     """Replay a record (or an export line with its ``reproduction``); ``timeout_s`` bounds the whole
-    replay, checkout included. Nothing is run when the record is refused."""
+    replay, checkout included. Its commands run without network unless ``allow_network``, and
+    cannot write outside the checkout and its temp folder unless ``allow_writes``; a machine that
+    cannot isolate them so refuses. Nothing is run when the record is refused."""
     env_text = environment_text()
     try:
         record = _as_record(record_or_line)
         _check(record)
-        isolate = not allow_network
-        if isolate and not network_isolation():
-            raise _Stop(
-                "refused",
-                "this machine cannot run commands without network (unshare -rn fails); "
-                "pass --allow-network on a runner you trust",
-            )
+        if not allow_network and not network_isolation():
+            raise _Stop("refused", NETWORK_MISSING)
+        if not allow_writes and not filesystem_isolation():
+            raise _Stop("refused", WRITES_MISSING)
         deadline = time.monotonic() + timeout_s
         with tempfile.TemporaryDirectory(prefix="jiyi-replay-", dir=workdir, ignore_cleanup_errors=True) as scratch:
             try:
-                detail = _replay_in(record, Path(scratch), deadline, isolate=isolate)
+                detail = _replay_in(record, Path(scratch), deadline, network=allow_network, writes=allow_writes)
             finally:
                 _make_removable(Path(scratch))
         return ReplayResult(True, "passed", detail, env_text)
@@ -153,7 +142,7 @@ def _check(record: Record) -> None:
         raise _Stop("refused", f"not a repository: {repro.repo}")
 
 
-def _replay_in(record: Record, scratch: Path, deadline: float, *, isolate: bool) -> str:
+def _replay_in(record: Record, scratch: Path, deadline: float, *, network: bool, writes: bool) -> str:
     repro, fix = record.reproduction, record.fix
     assert repro is not None and fix is not None  # _check
     top, home = scratch / "checkout", scratch / "home"
@@ -166,8 +155,14 @@ def _replay_in(record: Record, scratch: Path, deadline: float, *, isolate: bool)
     env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
     env.update(HOME=str(home), TMPDIR=str(home), GIT_TERMINAL_PROMPT="0")
 
+    shell = shutil.which("bash") or "/bin/sh"
+    # The checkout and the temp folder (HOME, TMPDIR) only; not the checkout's .git, which the
+    # runner's own git reads after the command ran (its config could name a program to run).
+    writable = None if writes else [top, home]
+
     def run(command: str, step: str) -> _Run:
-        result = _run(_shell(command, isolate), cwd, env, deadline)
+        argv = confined([shell, "-c", command], network=network, writable=writable, read_only=[top / ".git"])
+        result = _run(argv, cwd, env, deadline)
         if result.code is None:
             raise _Stop("timeout", f"the time limit ran out during {step}: {_tail(result.output)}")
         return result
@@ -235,11 +230,6 @@ def _git(args: list[str], cwd: Path, deadline: float, *, stage: str = "checkout"
         raise _Stop("timeout", f"the time limit ran out during git {args[0]}")
     if result.code != 0:
         raise _Stop(stage, f"git {args[0]} failed: {_tail(result.output)}")
-
-
-def _shell(command: str, isolate: bool) -> list[str]:
-    shell = shutil.which("bash") or "/bin/sh"
-    return (["unshare", "-rn"] if isolate else []) + [shell, "-c", command]
 
 
 def _run(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import formats, validation
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
-from .project import Project, checkout_point
+from .project import Project, checkout_point, reproduction_at
 from .ranking import Hit, Query, rank
 from .records import NoteInput, Record, Reproduction, new_hex, now
 from .redact import redact
@@ -194,13 +194,18 @@ class Session:
             edited=edited,
             project=self.project,
             auto_records=self.settings.auto_records,
+            folder=str(self.memory.cwd.resolve()),
         )
 
     def _reproduction(self, state: SessionState | None) -> Reproduction | None:
-        """How to meet the pending failure again (SPEC §5): its command, the repository and HEAD
-        commit, the folder relative to the top; None without a failing command or outside git."""
+        """How to meet the pending failure again (SPEC §5): its command, the repository and the
+        commit it failed at, the folder relative to the top; None without a failing command or
+        outside git. A failure kept without where it failed (before the store kept it) takes the
+        project's HEAD now and the session's folder."""
         root = self.project.root
         command = clean_command(state.last_command) if state and state.last_error else None
+        if state is not None and state.last_checkout is not None:
+            return reproduction_at(command, state.last_checkout)
         point = checkout_point(root) if root is not None and command else None
         if root is None or command is None or point is None:
             return None

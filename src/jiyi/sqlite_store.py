@@ -690,13 +690,14 @@ class SQLiteStore(Store):
         def run(db: sqlite3.Connection) -> SessionState | None:
             row = db.execute(
                 "SELECT id, project_key, project, started, last_seen, read_used, last_tool, last_error, "
-                "last_failure_at, outcome, last_command FROM sessions WHERE id = ?",
+                "last_failure_at, outcome, last_command, last_checkout FROM sessions WHERE id = ?",
                 (session_id,),
             ).fetchone()
             if row is None:
                 return None
             state = SessionState(*row[:10])
             state.last_command = row[10]
+            state.last_checkout = row[11]
             state.reads = [
                 r[0]
                 for r in db.execute("SELECT hex FROM session_reads WHERE session_id = ? ORDER BY at", (session_id,))
@@ -732,14 +733,16 @@ class SQLiteStore(Store):
         *,
         signatures: Iterable[str] = (),
         command: str | None = None,
+        checkout: str | None = None,
     ) -> None:
         sigs = json.dumps(list(dict.fromkeys(signatures))) if error else None
         with self._write() as db:
             db.execute(
                 "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ?, last_signatures = ?, "
-                "last_command = ?, outcome = CASE WHEN ? THEN '失败' ELSE outcome END WHERE id = ?",
-                (tool, error, now() if error else None, sigs, command if error else None, bool(error), session_id),
-            )
+                "last_command = ?, last_checkout = ?, outcome = CASE WHEN ? THEN '失败' ELSE outcome END WHERE id = ?",
+                (tool, error, now() if error else None, sigs, command if error else None, checkout if error else None,
+                 bool(error), session_id),
+            )  # fmt: skip
 
     def record_edits(self, session_id: str, paths: Iterable[str]) -> None:
         wanted = list(dict.fromkeys(p for p in paths if p))
@@ -769,7 +772,7 @@ class SQLiteStore(Store):
             found = resolve_in(db, session_id, tool)
         if found is None:
             return None
-        used, confirmed, failed_tool, error, signatures, command, notes, edited = found
+        used, confirmed, failed_tool, error, signatures, command, notes, edited, checkout = found
         return Resolved(
             used,
             confirmed,
@@ -779,6 +782,7 @@ class SQLiteStore(Store):
             command=command,
             noted=notes,
             edited=edited,
+            checkout=checkout,
         )
 
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:

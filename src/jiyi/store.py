@@ -34,6 +34,7 @@ class SessionState:
     reads: list[str] = field(default_factory=list)  # record hexes read, in order
     notes: list[str] = field(default_factory=list)  # record hexes written or revised
     last_command: str | None = None  # the command of the last failure, when its tool had one
+    last_checkout: str | None = None  # where it failed in git terms (``git_head.failure_point``)
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,15 @@ class Resolved:
     used: list[str]  # hexes of the records read since the failure: used_success + 1
     confirmed: list[str]  # hexes of the notes written since the failure now ``local_auto``
     # The failure that ended, for an automatic record: its tool, error text, signatures, the command
-    # that failed, the notes written and the files edited in the session since it.
+    # that failed and where (``git_head.failure_point``), the notes written and the files edited in
+    # the session since it.
     tool: str = ""
     error: str = ""
     signatures: tuple[str, ...] = ()
     command: str | None = None
     noted: tuple[str, ...] = ()
     edited: tuple[str, ...] = ()
+    checkout: str | None = None
 
 
 @dataclass(frozen=True)
@@ -200,9 +203,11 @@ class Store(ABC):
         *,
         signatures: Iterable[str] = (),
         command: str | None = None,
+        checkout: str | None = None,
     ) -> None:
-        """Make (tool, error) the session's last failure, with the error's signatures and the
-        command that failed (None when the tool has none); the session's outcome becomes 失败. An
+        """Make (tool, error) the session's last failure, with the error's signatures, the
+        command that failed (None when the tool has none) and where in git it failed (the JSON of
+        ``git_head.failure_point``, None outside git); the session's outcome becomes 失败. An
         error of None clears it."""
 
     @abstractmethod
@@ -218,7 +223,7 @@ class Store(ABC):
         with it become ``local_auto`` (``team_verified`` and ``human`` keep their origin), the
         failure is cleared and the session's outcome becomes 成功. None when there was no such
         failure (and nothing changed). The result also names the failure (tool, error, signatures,
-        command) and what the session did since it (notes written, files edited)."""
+        command, checkout) and what the session did since it (notes written, files edited)."""
 
     @abstractmethod
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:

@@ -68,11 +68,13 @@ def record_tool_result(
     edited: tuple[str, ...] = (),
     project: Project | None = None,
     auto_records: bool = True,
+    folder: str | None = None,
 ) -> tuple[str, ...]:
     """Record one tool result of a session whose row exists (``touch_session``); returns the
     failure's signatures (none for a success).
 
-    A failure becomes the session's last failure, with the ``command`` that failed. A success of
+    A failure becomes the session's last failure, with the ``command`` that failed and, when it
+    failed in a git checkout, where (``folder``'s top and HEAD commit: ``git_head``). A success of
     the tool that failed closes the loop (``Store.resolve_failure``) and, with ``auto_records`` and
     the session's ``project``, may write an automatic record (``auto_record.write``); any other
     success is recorded as the session's activity (its ``last_seen``, set when the session was
@@ -93,7 +95,13 @@ def record_tool_result(
         return ()
     text = clean_error(error) or f"{tool} failed"
     signatures = signatures_of(text)
-    store.set_failure(session_id, tool, text, signatures=signatures, command=clean_command(command))
+    kept = clean_command(command)
+    checkout = None
+    if kept is not None and folder is not None:
+        from .git_head import failure_point
+
+        checkout = failure_point(folder)
+    store.set_failure(session_id, tool, text, signatures=signatures, command=kept, checkout=checkout)
     return signatures
 
 

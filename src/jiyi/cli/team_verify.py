@@ -16,15 +16,12 @@ import click
 
 from .. import config, project
 from ..errors import JiyiError, Unavailable
-from ..replay import ReplayResult, network_isolation, replay
+from ..isolation import NETWORK_MISSING, WRITES_MISSING, describe
+from ..replay import ReplayResult, filesystem_isolation, network_isolation, replay
 from .common import progress
 
 if TYPE_CHECKING:
     from ..team_client import TeamClient
-
-ISOLATION_MISSING = (
-    "this machine cannot run commands without network (unshare -rn fails); pass --allow-network on a runner you trust"
-)
 
 
 def _say(error: JiyiError) -> str:
@@ -33,7 +30,7 @@ def _say(error: JiyiError) -> str:
 
 
 def _round(
-    client: TeamClient, candidates: list[dict[str, Any]], *, timeout_s: float, allow_network: bool
+    client: TeamClient, candidates: list[dict[str, Any]], *, timeout_s: float, allow_network: bool, allow_writes: bool
 ) -> list[bool]:
     """Replay and report each candidate; what passed, in order."""
     outcomes: list[bool] = []
@@ -42,7 +39,9 @@ def _round(
         for line in candidates:
             hexid, title = str(line.get("hex", "")), str(line.get("title", ""))
             bar.update(task, description=f"replay {title[:40]}")
-            result: ReplayResult = replay(line, timeout_s=timeout_s, allow_network=allow_network)
+            result: ReplayResult = replay(
+                line, timeout_s=timeout_s, allow_network=allow_network, allow_writes=allow_writes
+            )
             detail = result.detail if result.passed else f"{result.stage}: {result.detail}"
             summary = client.report_verification(
                 hexid, passed=result.passed, how="replay", environment=result.environment, detail=detail
@@ -72,32 +71,47 @@ def _round(
     "--allow-network", is_flag=True, help="Let replayed commands use the network (only on a runner you trust)."
 )
 @click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="Let replayed commands write outside their checkout (only on a runner you trust).",
+)
+@click.option(
     "--interval",
     type=click.FloatRange(min=1),
     default=60,
     show_default=True,
     help="Seconds between rounds (without --once).",
 )
-def verify_command(once: bool, limit: int, timeout_s: float, allow_network: bool, interval: float) -> None:
+def verify_command(
+    once: bool, limit: int, timeout_s: float, allow_network: bool, allow_writes: bool, interval: float
+) -> None:
     """Replay the team's records that have a fix and a reproduction, and report each result.
 
     Each replay clones the record's repository at its commit into a throw-away folder, checks
     that the command fails with the recorded error, applies the fix and runs the command again.
     It runs other people's commands: use a machine set aside for it. They run without network
-    (unshare -rn) unless --allow-network is given. Needs team_url and team_token.
+    (unshare -rn) unless --allow-network is given, and cannot write outside the checkout and its
+    temp folder (read-only remounts in a mount namespace) unless --allow-writes is given. The
+    first line says which isolation is in force. Needs team_url and team_token.
     """
     from ..team_client import TeamClient  # httpx only for this command
 
     if not allow_network and not network_isolation():
-        click.echo(ISOLATION_MISSING, err=True)
+        click.echo(NETWORK_MISSING, err=True)
         sys.exit(2)
+    if not allow_writes and not filesystem_isolation():
+        click.echo(WRITES_MISSING, err=True)
+        sys.exit(2)
+    click.echo(describe(allow_network=allow_network, allow_writes=allow_writes), err=True)
     settings = config.load(project.find_root(Path.cwd().resolve()))
     passed = failed = 0
     try:
         with TeamClient.from_settings(settings) as client:
             while True:
                 try:
-                    outcomes = _drain(client, limit, timeout_s=timeout_s, allow_network=allow_network)
+                    outcomes = _drain(
+                        client, limit, timeout_s=timeout_s, allow_network=allow_network, allow_writes=allow_writes
+                    )
                 except Unavailable as exc:
                     if once:
                         raise
@@ -116,7 +130,7 @@ def verify_command(once: bool, limit: int, timeout_s: float, allow_network: bool
     click.echo(f"replayed {passed + failed}: {passed} passed, {failed} failed", err=True)
 
 
-def _drain(client: TeamClient, limit: int, *, timeout_s: float, allow_network: bool) -> list[bool]:
+def _drain(client: TeamClient, limit: int, *, timeout_s: float, allow_network: bool, allow_writes: bool) -> list[bool]:
     """Rounds until the server has no candidate this run has not replayed yet (one it keeps
     offering is not replayed twice)."""
     seen: set[str] = set()
@@ -126,7 +140,9 @@ def _drain(client: TeamClient, limit: int, *, timeout_s: float, allow_network: b
         if not candidates:
             return outcomes
         seen.update(str(c.get("hex")) for c in candidates)
-        outcomes += _round(client, candidates, timeout_s=timeout_s, allow_network=allow_network)
+        outcomes += _round(
+            client, candidates, timeout_s=timeout_s, allow_network=allow_network, allow_writes=allow_writes
+        )
 
 
 COMMANDS = [verify_command]
