@@ -16,7 +16,7 @@ from jiyi.memory import Memory
 from jiyi.transfer import record_to_json
 
 from .helpers import YAML, ZLIB, note
-from .team_helpers import serving
+from .team_helpers import server_count, serving
 
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
@@ -26,21 +26,6 @@ from jiyi.team_server import create_app  # noqa: E402
 
 REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
 FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问"}
-
-
-@pytest.fixture
-def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
-    dsn, schema = pg_schema
-    with PgDatabase(dsn, schema=schema) as database:
-        database.create_team("alpha")
-        database.create_team("beta")
-        yield database
-
-
-@pytest.fixture
-def url(db: PgDatabase) -> Iterator[str]:
-    with serving(create_app(db, rate_per_minute=0)) as base:
-        yield base
 
 
 def lines(tmp_path: Path, *notes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,14 +39,6 @@ def lines(tmp_path: Path, *notes: dict[str, Any]) -> list[dict[str, Any]]:
 def client(url: str, token: str | None) -> httpx.Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=url, headers=headers, timeout=30, trust_env=False)
-
-
-def count(db: PgDatabase, team: str) -> int:
-    with db.cursor() as cur:
-        cur.execute("SELECT count(*) FROM records WHERE team_id = %s", (db.team_id(team),))
-        row = cur.fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 ENDPOINTS = [
@@ -137,7 +114,7 @@ def test_push_answers_accepted_then_unchanged_and_search_returns_rr_ids(
     assert hits[0]["title"] == YAML["title"]
     assert project_hits == []  # a project-scope record only in its project
     assert [h["id"] for h in in_project] == ["rr_" + batch[1]["hex"]]
-    assert count(db, "alpha") == 2
+    assert server_count(db, "alpha") == 2
 
 
 def test_malformed_pushes_name_the_field(db: PgDatabase, url: str, tmp_path: Path) -> None:
@@ -154,7 +131,7 @@ def test_malformed_pushes_name_the_field(db: PgDatabase, url: str, tmp_path: Pat
     assert many.status_code == 400 and many.json()["field"] == "records"
     assert not_json.status_code == 400 and not_json.json()["field"] == "body"
     assert limit.status_code == 400 and limit.json()["field"] == "limit"
-    assert count(db, "alpha") == 0
+    assert server_count(db, "alpha") == 0
 
 
 def test_the_body_limit_is_kept_while_reading_whatever_content_length_says(db: PgDatabase, tmp_path: Path) -> None:
@@ -174,7 +151,7 @@ def test_the_body_limit_is_kept_while_reading_whatever_content_length_says(db: P
         assert answer.status_code == 413
         assert answer.json()["code"] == "E_INVALID_ARGUMENT" and answer.json()["field"] == "body"
     assert small.status_code == 200
-    assert count(db, "alpha") == 0
+    assert server_count(db, "alpha") == 0
 
 
 def test_each_token_has_its_own_rate_and_429_says_when_to_come_back(db: PgDatabase) -> None:
@@ -332,13 +309,13 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
         # The purged text is nowhere on the server; the forgotten record's row stays, out of use.
         assert "inflateSECRETX" not in stored_text(db, hard["hex"]) and stored_text(db, hard["hex"]) == ""
         assert "yaml" in stored_text(db, soft["hex"])
-        assert count(db, "alpha") == 1
+        assert server_count(db, "alpha") == 1
         # A machine that had not pulled the purge pushes its old copy: nothing comes back.
         assert http.post("/v1/push", json={"machine": "b", "records": [hard]}).json() == {
             "accepted": [],
             "unchanged": [hard["hex"]],
         }
-        assert count(db, "alpha") == 1
+        assert server_count(db, "alpha") == 1
         # Retried: answered the same, and the other team's record of that hex is untouched.
         again = http.post("/v1/forget", json={"records": [{"hex": hard["hex"], "purge": True}]}).json()
         assert again == {"forgotten": [hard["hex"]], "unknown": []}
