@@ -300,7 +300,7 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
             "/v1/forget",
             json={"records": [{"hex": soft["hex"]}, {"hex": hard["hex"], "purge": True}, {"hex": "e" * 32}]},
         ).json()
-        assert answer == {"forgotten": [soft["hex"], hard["hex"]], "unknown": ["e" * 32]}
+        assert answer == {"forgotten": [soft["hex"], hard["hex"]], "unknown": ["e" * 32], "refused": []}
         gone = http.get("/v1/forgotten").json()
         assert [(t["hex"], t["purged"]) for t in gone["records"]] == [(soft["hex"], False), (hard["hex"], True)]
         assert http.get("/v1/forgotten", params={"cursor": gone["cursor"]}).json()["records"] == []
@@ -318,7 +318,7 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
         assert server_count(db, "alpha") == 1
         # Retried: answered the same, and the other team's record of that hex is untouched.
         again = http.post("/v1/forget", json={"records": [{"hex": hard["hex"], "purge": True}]}).json()
-        assert again == {"forgotten": [hard["hex"]], "unknown": []}
+        assert again == {"forgotten": [hard["hex"]], "unknown": [], "refused": []}
         assert other.get("/v1/forgotten").json()["records"] == []
         # A new revision of a forgotten record is live again (its author wrote it after all).
         newer = {**soft, "revision": 2, "title": "Install PyYAML (revised)"}
@@ -326,3 +326,78 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
         assert [r["title"] for r in http.get("/v1/changes").json()["records"]] == ["Install PyYAML (revised)"]
         bad = http.post("/v1/forget", json={"records": [{"hex": "xyz"}]})
         assert (bad.status_code, bad.json()["field"]) == (400, "records[0]")
+
+
+def author_of(db: PgDatabase, hexid: str) -> str | None:
+    with db.cursor() as cur:
+        cur.execute("SELECT author FROM records WHERE hex = %s", (hexid,))
+        row = cur.fetchone()
+    assert row is not None
+    return None if row[0] is None else str(row[0])
+
+
+def test_only_the_member_who_pushed_a_record_first_may_forget_or_purge_it(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    alices, old = lines(tmp_path, YAML, note(scope="global", what="ld: undefined symbol inflateSECRETX"))
+    bobs = lines(tmp_path, ZLIB)[0]
+    alice, bob = db.create_token("alpha", "alice"), db.create_token("alpha", "bob")
+    with client(url, alice) as http, client(url, bob) as other:
+        assert http.post("/v1/push", json={"machine": "a", "records": [alices, old]}).status_code == 200
+        # A revision pushed by another member is taken, as always; the record stays its author's.
+        newer = {**alices, "revision": 2, "title": "Install PyYAML (bob's revision)"}
+        assert other.post("/v1/push", json={"machine": "b", "records": [newer, bobs]}).json()["accepted"] == [
+            alices["hex"],
+            bobs["hex"],
+        ]
+        assert (author_of(db, alices["hex"]), author_of(db, bobs["hex"])) == ("alice", "bob")
+        # Stored before the server kept authors: any member's to take out, as before.
+        with db.cursor() as cur:
+            cur.execute("UPDATE records SET author = NULL WHERE hex = %s", (old["hex"],))
+        # Refused one by one: the rest of the batch is answered as ever.
+        wanted = [{"hex": alices["hex"], "purge": True}, {"hex": bobs["hex"]}, {"hex": old["hex"], "purge": True}]
+        answer = other.post("/v1/forget", json={"records": [*wanted, {"hex": "e" * 32}]})
+        assert answer.json() == {
+            "forgotten": [bobs["hex"], old["hex"]],
+            "unknown": ["e" * 32],
+            "refused": [alices["hex"]],
+        }
+        assert "inflateSECRETX" not in stored_text(db, old["hex"])
+        assert [r["hex"] for r in http.get("/v1/changes").json()["records"]] == [alices["hex"]]
+        assert [t["hex"] for t in http.get("/v1/forgotten").json()["records"]] == [bobs["hex"], old["hex"]]
+        # Its author may.
+        answer = http.post("/v1/forget", json={"records": [{"hex": alices["hex"], "purge": True}]})
+        assert answer.json() == {"forgotten": [alices["hex"]], "unknown": [], "refused": []}
+        assert stored_text(db, alices["hex"]) == ""
+
+
+def test_the_operator_forgets_and_purges_any_members_record_on_the_database(
+    db: PgDatabase, pg_schema: tuple[str, str], url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+
+    dsn, schema = pg_schema
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    leaked, soft = lines(tmp_path, note(scope="global", what="ld: token LEAKEDSECRETX"), YAML)
+    with client(url, db.create_token("alpha", "alice")) as http:
+        assert http.post("/v1/push", json={"machine": "a", "records": [leaked, soft]}).status_code == 200
+    runner = CliRunner()
+    admin = ["team", "admin", "forget"]
+    done = runner.invoke(main, [*admin, "alpha", "--purge", f"rr_{leaked['hex']}", "f" * 32])
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == f"rr_{leaked['hex']}: erased\nrr_{'f' * 32}: not in alpha\n"
+    assert stored_text(db, leaked["hex"]) == ""
+    done = runner.invoke(main, [*admin, "alpha", "--json", f"lr_{soft['hex']}"])
+    assert json.loads(done.stdout)["records"] == [{"hex": soft["hex"], "answer": "forgotten"}]
+    assert server_count(db, "alpha") == 1 and "yaml" in stored_text(db, soft["hex"])
+    with client(url, db.create_token("alpha", "bob")) as other:
+        assert other.get("/v1/changes").json()["records"] == []
+        gone = other.get("/v1/forgotten").json()["records"]
+    assert [(t["hex"], t["purged"]) for t in gone] == [(leaked["hex"], True), ("f" * 32, True), (soft["hex"], False)]
+    # In the team named only (alpha's record is not in beta), and nothing taken out exits 1.
+    assert runner.invoke(main, [*admin, "beta", soft["hex"]]).exit_code == 1
+    assert runner.invoke(main, [*admin, "alpha", "not-an-id"]).exit_code == 2
+    assert runner.invoke(main, [*admin, "gamma", soft["hex"]]).exit_code == 1

@@ -321,6 +321,19 @@ migration(
 )
 
 
+# Who may take a record out of the team (docs/team-protocol.md, "Forget"): the member whose push
+# first stored it, by the token's member name. Set once, by that first push, never by a later
+# revision. Records stored before this step have no author (NULL): any member of their team may
+# forget or purge them, as every member could before. A nullable column without a default: adding
+# it rewrites no row.
+migration(
+    "m008_record_authors",
+    """
+    ALTER TABLE records ADD COLUMN author text;
+    """,
+)
+
+
 def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:
     """Create ``schema`` if missing and apply what is missing on ``conn`` (autocommit, its
     search_path set to the schema); returns the names applied now."""

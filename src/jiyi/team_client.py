@@ -69,13 +69,15 @@ class TeamClient:
         return self._call("GET", "/v1/changes", params={"cursor": cursor, "limit": limit})
 
     def forget(self, records: list[tuple[str, bool]]) -> dict[str, list[str]] | None:
-        """Take records (hex, purge) out of the team: ``{"forgotten": [hex…], "unknown": [hex…]}``,
-        every hex answered (unknown: the team never had it). None from a server older than forget."""
+        """Take records (hex, purge) out of the team: ``{"forgotten": [hex…], "unknown": [hex…],
+        "refused": [hex…]}``, every hex answered (unknown: the team never had it; refused: another
+        member pushed it first, none from a server older than authors). None from a server older
+        than forget."""
         body = {"records": [{"hex": h, "purge": p} for h, p in records]}
         answer = self._call("POST", "/v1/forget", json=body, absent_ok=True)
         if answer is None:
             return None
-        return {"forgotten": list(answer.get("forgotten", [])), "unknown": list(answer.get("unknown", []))}
+        return {key: list(answer.get(key, [])) for key in ("forgotten", "unknown", "refused")}
 
     def forgotten(self, cursor: int, limit: int) -> dict[str, Any]:
         """``{"records": [{"hex", "purged", "at", "seq"}…], "cursor": n, "more": bool}``: what the

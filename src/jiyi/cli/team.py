@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..pg_database import PgDatabase
 
+_HEX = re.compile(r"[0-9a-f]{32}")
 EXTRA = "team memory needs the team extra: pip install 'jiyi[team]'"
 DEFAULT_PORT = 8750
 
@@ -170,6 +172,43 @@ def revoke_command(token: str | None, team: str | None, member: str | None, dsn:
             _fail(exc)
     click.echo(f"revoked {count} token{'s' if count != 1 else ''}")
     if not count:
+        sys.exit(1)
+
+
+@admin_group.command("forget")
+@click.argument("team")
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--purge", is_flag=True, help="Erase the records, their revisions, evidence and replay runs for good.")
+@dsn_option
+@schema_option
+@json_option
+def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str, schema: str, as_json: bool) -> None:
+    """Take records (rr_ / lr_ ids or hexes) out of TEAM, whoever pushed them; --purge erases them.
+
+    Over the server a member may forget or purge only the records they pushed first; this runs on
+    the database, for the operator: e.g. a leaked secret another member pushed. Other machines drop
+    their copies on their next sync; rotate a leaked secret anyway.
+    """
+    from ..pg_store import PgStore
+
+    wanted = [ref.removeprefix("rr_").removeprefix("lr_").lower() for ref in ids]
+    bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not _HEX.fullmatch(hexid)]
+    if bad:
+        raise click.UsageError(f"not a record id: {', '.join(bad)}")
+    with _database(dsn, schema) as db:
+        try:
+            store = PgStore(db, db.team_id(team))
+            answers = {hexid: store.forget_in_team(hexid, purge=purge) for hexid in dict.fromkeys(wanted)}
+        except JiyiError as exc:
+            _fail(exc)
+    if as_json:
+        emit_json({"team": team, "purge": purge, "records": [{"hex": h, "answer": a} for h, a in answers.items()]})
+    else:
+        done = "erased" if purge else "forgotten"
+        for hexid, answer in answers.items():
+            # not in the team: a purge still leaves its tombstone, against a push of it on the way
+            click.echo(f"rr_{hexid}: {done if answer == 'forgotten' else 'not in ' + team}")
+    if "forgotten" not in answers.values():
         sys.exit(1)
 
 
@@ -359,6 +398,8 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
         p = report.pushed
         refused = f", {len(p.refused)} refused (another team's)" if p.refused else ""
         forgot = f", {p.forgotten} forgotten or erased" if p.forgotten else ""
+        if p.forgets_refused:
+            forgot += f", {p.forgets_refused} forget(s) refused (see jiyi team status)"
         click.echo(f"pushed {p.sent} record(s): {p.accepted} stored, {p.unchanged} unchanged{refused}{forgot}")
     if report.pulled is not None:
         q = report.pulled
@@ -372,7 +413,7 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
 @json_option
 def status_command(as_json: bool) -> None:
     """This machine's side of team memory: queued records, last push and pull, cursor, last error."""
-    from .. import outbox
+    from .. import outbox, team_forget
     from ..sqlite_store import SQLiteStore
 
     settings = _settings()
@@ -384,12 +425,14 @@ def status_command(as_json: bool) -> None:
         if settings.team:
             outbox.enable(store)  # what was noted before the first sync counts as pending
         state = outbox.status(store, settings.team_push)
+        refused = team_forget.refused(store)
     except JiyiError as exc:
         _fail(exc)
     finally:
         store.close()
-    data = {"team_url": settings.team_url, "configured": settings.team, "team_push": settings.team_push}
+    data: dict[str, Any] = {"team_url": settings.team_url, "configured": settings.team, "team_push": settings.team_push}
     data.update(state.to_dict())
+    data["refused_forgets"] = [{"id": "lr_" + h, "purge": p, "at": at} for h, p, at in refused]
     if as_json:
         emit_json(data)
         return
@@ -402,6 +445,13 @@ def status_command(as_json: bool) -> None:
     click.echo(f"outbox: {state.pending} pending{held}{failing}{forgets}")
     click.echo(f"last push: {state.last_push or 'never'}")
     click.echo(f"last pull: {state.last_pull or 'never'} (cursor {state.cursor})")
+    if refused:
+        click.echo(
+            f"refused by the team server: {len(refused)} forget(s) of records another member pushed first; "
+            "the team's operator can take them out (jiyi team admin forget TEAM ID…):"
+        )
+        for hexid, purge, at in refused:
+            click.echo(f"  lr_{hexid} ({'purge' if purge else 'forget'}, {at})")
     if state.last_error:
         click.echo(f"last error: {state.last_error}")
     if state.retry_at:
