@@ -235,6 +235,28 @@ def test_without_the_team_extra_the_commands_name_it(monkeypatch: pytest.MonkeyP
     assert done.stderr == "team memory needs the team extra: pip install 'jiyi[team]'\n"
 
 
+def test_serve_keeps_idle_connections_open_longer_than_the_client_and_proxies_do(
+    db: PgDatabase, pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+    from jiyi.team_client import KEEPALIVE_EXPIRY
+
+    dsn, schema = pg_schema
+    ran: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: ran.append(options))
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    runner = CliRunner()
+    assert runner.invoke(main, ["team", "serve"]).exit_code == 0
+    assert runner.invoke(main, ["team", "serve", "--keep-alive", "10"]).exit_code == 0
+    assert [options["timeout_keep_alive"] for options in ran] == [75, 10]
+    assert KEEPALIVE_EXPIRY < 5  # under uvicorn's own default too, for a server started without jiyi
+    assert runner.invoke(main, ["team", "serve", "--keep-alive", "0"]).exit_code == 2
+
+
 @pytest.mark.slow
 def test_jiyi_team_serve_runs_several_workers_on_one_database(db: PgDatabase, pg_schema: tuple[str, str]) -> None:
     import subprocess
@@ -319,6 +341,10 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
         # Retried: answered the same, and the other team's record of that hex is untouched.
         again = http.post("/v1/forget", json={"records": [{"hex": hard["hex"], "purge": True}]}).json()
         assert again == {"forgotten": [hard["hex"]], "unknown": [], "refused": []}
+        # ... and nothing moved: a pull after the first forget has nothing more to read.
+        assert http.get("/v1/forgotten", params={"cursor": gone["cursor"]}).json()["records"] == []
+        assert http.post("/v1/forget", json={"records": [{"hex": soft["hex"]}]}).json()["forgotten"] == [soft["hex"]]
+        assert http.get("/v1/forgotten", params={"cursor": gone["cursor"]}).json()["records"] == []
         assert other.get("/v1/forgotten").json()["records"] == []
         # A new revision of a forgotten record is live again (its author wrote it after all).
         newer = {**soft, "revision": 2, "title": "Install PyYAML (revised)"}

@@ -158,7 +158,7 @@ def forget(store: PgStore, hexid: str, *, purge: bool, member: str | None = None
     ``member`` None is the operator (``jiyi team admin forget``), who may take out any record."""
     team = store.team
     with store.db.cursor() as cur:
-        cur.execute("SELECT author FROM records WHERE team_id = %s AND hex = %s", (team, hexid))
+        cur.execute("SELECT author, forgotten FROM records WHERE team_id = %s AND hex = %s", (team, hexid))
         row = cur.fetchone()
         known = row is not None
         # An author is set once, by the insert of the first push: it cannot change after this look.
@@ -166,6 +166,10 @@ def forget(store: PgStore, hexid: str, *, purge: bool, member: str | None = None
             return REFUSED
         cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, hexid))
         before = cur.fetchone()
+        # Done before (a client's retry): nothing is written, so the tombstone keeps its seq and
+        # pulls do not read it again. A purge cut short before its erase goes on.
+        if before is not None and (bool(before[0]) and row is None if purge else row is None or bool(row[1])):
+            return FORGOTTEN
         if not known and not purge:
             return FORGOTTEN if before is not None else UNKNOWN
         # Under the team's lock like ``bump``: tombstone seq order is commit order too.

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 _HEX = re.compile(r"[0-9a-f]{32}")
 EXTRA = "team memory needs the team extra: pip install 'jiyi[team]'"
 DEFAULT_PORT = 8750
+# The side that closes an idle connection first must be the one that would reuse it: a proxy in
+# front (nginx's upstream keepalive_timeout, a cloud load balancer's idle timeout: 60 s) or the
+# client (2 s, team_client.KEEPALIVE_EXPIRY). uvicorn's default, 5 s, equals httpx's: a request
+# could go out on a connection the server was just closing.
+KEEP_ALIVE = 75
 
 dsn_option = click.option(
     "--dsn",
@@ -100,7 +105,17 @@ def team_group() -> None:
     type=click.IntRange(0),
     help="Requests a token may make a minute, per worker (default 600; 0: no limit).",
 )
-def serve_command(dsn: str, schema: str, host: str, port: int, workers: int, rate_per_minute: int | None) -> None:
+@click.option(
+    "--keep-alive",
+    "keep_alive",
+    default=KEEP_ALIVE,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Seconds an idle connection is kept open; longer than the proxy's (or clients') idle timeout.",
+)
+def serve_command(
+    dsn: str, schema: str, host: str, port: int, workers: int, rate_per_minute: int | None, keep_alive: int
+) -> None:
     """Run the team server (HTTP, for a reverse proxy with TLS in front of it).
 
     Every worker is stateless: several workers, or several machines, may serve one database.
@@ -115,7 +130,14 @@ def serve_command(dsn: str, schema: str, host: str, port: int, workers: int, rat
     os.environ["JIYI_TEAM_SCHEMA"] = schema
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
-    uvicorn.run("jiyi.team_server:app_from_env", factory=True, host=host, port=port, workers=workers)
+    uvicorn.run(
+        "jiyi.team_server:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        timeout_keep_alive=keep_alive,
+    )
 
 
 @team_group.group("admin")
