@@ -87,7 +87,7 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
                 record.origin = "team_verified"
             elif record.origin not in _CONFIRMATION:  # a member cannot claim a replay verdict
                 record.origin = str(row[1]) if row else "note"
-            store.put(cur, record, derived, author=member)  # kept by a row that is there
+            store.put(cur, record, derived, author=member)  # the author only when the row is new
             if gone is not None:  # a new revision of a forgotten record is live again
                 cur.execute("DELETE FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
             changed = True
@@ -168,8 +168,10 @@ def forget(store: PgStore, hexid: str, *, purge: bool, member: str | None = None
         before = cur.fetchone()
         # Done before (a client's retry): nothing is written, so the tombstone keeps its seq and
         # pulls do not read it again. A purge cut short before its erase goes on.
-        if before is not None and (bool(before[0]) and row is None if purge else row is None or bool(row[1])):
-            return FORGOTTEN
+        if before is not None:
+            done = (bool(before[0]) and row is None) if purge else (row is None or bool(row[1]))
+            if done:
+                return FORGOTTEN
         if not known and not purge:
             return FORGOTTEN if before is not None else UNKNOWN
         # Under the team's lock like ``bump``: tombstone seq order is commit order too.
