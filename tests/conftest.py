@@ -5,8 +5,12 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from jiyi.pg_database import PgDatabase
 
 
 @pytest.fixture(autouse=True)
@@ -55,3 +59,27 @@ def pg_schema() -> Iterator[tuple[str, str]]:
     finally:
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
+    """The team server's database, with the teams alpha and beta (the team tests; the store tests
+    of PostgreSQL define a bare ``db`` of their own)."""
+    from jiyi.pg_database import PgDatabase
+
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema) as database:
+        database.create_team("alpha")
+        database.create_team("beta")
+        yield database
+
+
+@pytest.fixture
+def url(db: PgDatabase) -> Iterator[str]:
+    """A team server on ``db`` (no rate limit), served by uvicorn on 127.0.0.1."""
+    from jiyi.team_server import create_app
+
+    from .team_helpers import serving
+
+    with serving(create_app(db, rate_per_minute=0)) as base:
+        yield base

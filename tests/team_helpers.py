@@ -8,9 +8,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jiyi.config import Settings
+
+if TYPE_CHECKING:
+    from jiyi.pg_database import PgDatabase
 
 
 def free_socket(port: int = 0) -> socket.socket:
@@ -56,3 +59,12 @@ def serving(app: Any, port: int = 0) -> Iterator[str]:
 def machine(tmp_path: Path, name: str, url: str, token: str, **changes: Any) -> Settings:
     """The settings of one machine: a JIYI_HOME of its own and the team server."""
     return Settings(home=tmp_path / name, team_url=url, team_token=token, **changes)
+
+
+def server_count(db: PgDatabase, team: str = "alpha") -> int:
+    """The team's record rows on the server, forgotten ones included."""
+    with db.cursor() as cur:
+        cur.execute("SELECT count(*) FROM records WHERE team_id = %s", (db.team_id(team),))
+        row = cur.fetchone()
+    assert row is not None
+    return int(row[0])

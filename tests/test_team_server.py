@@ -17,7 +17,7 @@ from jiyi.memory import Memory
 from jiyi.transfer import record_to_json
 
 from .helpers import YAML, ZLIB, note
-from .team_helpers import serving
+from .team_helpers import server_count, serving
 
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
@@ -30,21 +30,6 @@ from jiyi.team_server import READ_ROUTES, create_app  # noqa: E402
 
 REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
 FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问"}
-
-
-@pytest.fixture
-def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
-    dsn, schema = pg_schema
-    with PgDatabase(dsn, schema=schema) as database:
-        database.create_team("alpha")
-        database.create_team("beta")
-        yield database
-
-
-@pytest.fixture
-def url(db: PgDatabase) -> Iterator[str]:
-    with serving(create_app(db, rate_per_minute=0)) as base:
-        yield base
 
 
 def lines(tmp_path: Path, *notes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,14 +49,6 @@ def rows_of(db: PgDatabase, sql: str) -> list[tuple[Any, ...]]:
     with db.cursor() as cur:
         cur.execute(sql)
         return cur.fetchall()
-
-
-def count(db: PgDatabase, team: str) -> int:
-    with db.cursor() as cur:
-        cur.execute("SELECT count(*) FROM records WHERE team_id = %s", (db.team_id(team),))
-        row = cur.fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 ENDPOINTS = [
@@ -149,7 +126,7 @@ def test_push_answers_accepted_then_unchanged_and_search_returns_rr_ids(
     assert hits[0]["title"] == YAML["title"]
     assert project_hits == []  # a project-scope record only in its project
     assert [h["id"] for h in in_project] == ["rr_" + batch[1]["hex"]]
-    assert count(db, "alpha") == 2
+    assert server_count(db, "alpha") == 2
 
 
 def test_malformed_pushes_name_the_field(db: PgDatabase, url: str, tmp_path: Path) -> None:
@@ -166,7 +143,7 @@ def test_malformed_pushes_name_the_field(db: PgDatabase, url: str, tmp_path: Pat
     assert many.status_code == 400 and many.json()["field"] == "records"
     assert not_json.status_code == 400 and not_json.json()["field"] == "body"
     assert limit.status_code == 400 and limit.json()["field"] == "limit"
-    assert count(db, "alpha") == 0
+    assert server_count(db, "alpha") == 0
 
 
 def test_the_body_limit_is_kept_while_reading_whatever_content_length_says(db: PgDatabase, tmp_path: Path) -> None:
@@ -186,7 +163,7 @@ def test_the_body_limit_is_kept_while_reading_whatever_content_length_says(db: P
         assert answer.status_code == 413
         assert answer.json()["code"] == "E_INVALID_ARGUMENT" and answer.json()["field"] == "body"
     assert small.status_code == 200
-    assert count(db, "alpha") == 0
+    assert server_count(db, "alpha") == 0
 
 
 def test_each_token_has_its_own_rate_and_429_says_when_to_come_back(db: PgDatabase) -> None:
@@ -268,6 +245,28 @@ def test_without_the_team_extra_the_commands_name_it(monkeypatch: pytest.MonkeyP
     done = CliRunner().invoke(main, ["team", "admin", "list", "--dsn", "host=nowhere"])
     assert done.exit_code == 1
     assert done.stderr == "team memory needs the team extra: pip install 'jiyi[team]'\n"
+
+
+def test_serve_keeps_idle_connections_open_longer_than_the_client_and_proxies_do(
+    db: PgDatabase, pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+    from jiyi.team_client import KEEPALIVE_EXPIRY
+
+    dsn, schema = pg_schema
+    ran: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: ran.append(options))
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    runner = CliRunner()
+    assert runner.invoke(main, ["team", "serve"]).exit_code == 0
+    assert runner.invoke(main, ["team", "serve", "--keep-alive", "10"]).exit_code == 0
+    assert [options["timeout_keep_alive"] for options in ran] == [75, 10]
+    assert KEEPALIVE_EXPIRY < 5  # under uvicorn's own default too, for a server started without jiyi
+    assert runner.invoke(main, ["team", "serve", "--keep-alive", "0"]).exit_code == 2
 
 
 @pytest.mark.slow
@@ -448,7 +447,7 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
             "/v1/forget",
             json={"records": [{"hex": soft["hex"]}, {"hex": hard["hex"], "purge": True}, {"hex": "e" * 32}]},
         ).json()
-        assert answer == {"forgotten": [soft["hex"], hard["hex"]], "unknown": ["e" * 32]}
+        assert answer == {"forgotten": [soft["hex"], hard["hex"]], "unknown": ["e" * 32], "refused": []}
         gone = http.get("/v1/forgotten").json()
         assert [(t["hex"], t["purged"]) for t in gone["records"]] == [(soft["hex"], False), (hard["hex"], True)]
         assert http.get("/v1/forgotten", params={"cursor": gone["cursor"]}).json()["records"] == []
@@ -457,16 +456,20 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
         # The purged text is nowhere on the server; the forgotten record's row stays, out of use.
         assert "inflateSECRETX" not in stored_text(db, hard["hex"]) and stored_text(db, hard["hex"]) == ""
         assert "yaml" in stored_text(db, soft["hex"])
-        assert count(db, "alpha") == 1
+        assert server_count(db, "alpha") == 1
         # A machine that had not pulled the purge pushes its old copy: nothing comes back.
         assert http.post("/v1/push", json={"machine": "b", "records": [hard]}).json() == {
             "accepted": [],
             "unchanged": [hard["hex"]],
         }
-        assert count(db, "alpha") == 1
+        assert server_count(db, "alpha") == 1
         # Retried: answered the same, and the other team's record of that hex is untouched.
         again = http.post("/v1/forget", json={"records": [{"hex": hard["hex"], "purge": True}]}).json()
-        assert again == {"forgotten": [hard["hex"]], "unknown": []}
+        assert again == {"forgotten": [hard["hex"]], "unknown": [], "refused": []}
+        # ... and nothing moved: a pull after the first forget has nothing more to read.
+        assert http.get("/v1/forgotten", params={"cursor": gone["cursor"]}).json()["records"] == []
+        assert http.post("/v1/forget", json={"records": [{"hex": soft["hex"]}]}).json()["forgotten"] == [soft["hex"]]
+        assert http.get("/v1/forgotten", params={"cursor": gone["cursor"]}).json()["records"] == []
         assert other.get("/v1/forgotten").json()["records"] == []
         # A new revision of a forgotten record is live again (its author wrote it after all).
         newer = {**soft, "revision": 2, "title": "Install PyYAML (revised)"}
@@ -474,3 +477,78 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
         assert [r["title"] for r in http.get("/v1/changes").json()["records"]] == ["Install PyYAML (revised)"]
         bad = http.post("/v1/forget", json={"records": [{"hex": "xyz"}]})
         assert (bad.status_code, bad.json()["field"]) == (400, "records[0]")
+
+
+def author_of(db: PgDatabase, hexid: str) -> str | None:
+    with db.cursor() as cur:
+        cur.execute("SELECT author FROM records WHERE hex = %s", (hexid,))
+        row = cur.fetchone()
+    assert row is not None
+    return None if row[0] is None else str(row[0])
+
+
+def test_only_the_member_who_pushed_a_record_first_may_forget_or_purge_it(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    alices, old = lines(tmp_path, YAML, note(scope="global", what="ld: undefined symbol inflateSECRETX"))
+    bobs = lines(tmp_path, ZLIB)[0]
+    alice, bob = db.create_token("alpha", "alice"), db.create_token("alpha", "bob")
+    with client(url, alice) as http, client(url, bob) as other:
+        assert http.post("/v1/push", json={"machine": "a", "records": [alices, old]}).status_code == 200
+        # A revision pushed by another member is taken, as always; the record stays its author's.
+        newer = {**alices, "revision": 2, "title": "Install PyYAML (bob's revision)"}
+        assert other.post("/v1/push", json={"machine": "b", "records": [newer, bobs]}).json()["accepted"] == [
+            alices["hex"],
+            bobs["hex"],
+        ]
+        assert (author_of(db, alices["hex"]), author_of(db, bobs["hex"])) == ("alice", "bob")
+        # Stored before the server kept authors: any member's to take out, as before.
+        with db.cursor() as cur:
+            cur.execute("UPDATE records SET author = NULL WHERE hex = %s", (old["hex"],))
+        # Refused one by one: the rest of the batch is answered as ever.
+        wanted = [{"hex": alices["hex"], "purge": True}, {"hex": bobs["hex"]}, {"hex": old["hex"], "purge": True}]
+        answer = other.post("/v1/forget", json={"records": [*wanted, {"hex": "e" * 32}]})
+        assert answer.json() == {
+            "forgotten": [bobs["hex"], old["hex"]],
+            "unknown": ["e" * 32],
+            "refused": [alices["hex"]],
+        }
+        assert "inflateSECRETX" not in stored_text(db, old["hex"])
+        assert [r["hex"] for r in http.get("/v1/changes").json()["records"]] == [alices["hex"]]
+        assert [t["hex"] for t in http.get("/v1/forgotten").json()["records"]] == [bobs["hex"], old["hex"]]
+        # Its author may.
+        answer = http.post("/v1/forget", json={"records": [{"hex": alices["hex"], "purge": True}]})
+        assert answer.json() == {"forgotten": [alices["hex"]], "unknown": [], "refused": []}
+        assert stored_text(db, alices["hex"]) == ""
+
+
+def test_the_operator_forgets_and_purges_any_members_record_on_the_database(
+    db: PgDatabase, pg_schema: tuple[str, str], url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+
+    dsn, schema = pg_schema
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    leaked, soft = lines(tmp_path, note(scope="global", what="ld: token LEAKEDSECRETX"), YAML)
+    with client(url, db.create_token("alpha", "alice")) as http:
+        assert http.post("/v1/push", json={"machine": "a", "records": [leaked, soft]}).status_code == 200
+    runner = CliRunner()
+    admin = ["team", "admin", "forget"]
+    done = runner.invoke(main, [*admin, "alpha", "--purge", f"rr_{leaked['hex']}", "f" * 32])
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout == f"rr_{leaked['hex']}: erased\nrr_{'f' * 32}: not in alpha\n"
+    assert stored_text(db, leaked["hex"]) == ""
+    done = runner.invoke(main, [*admin, "alpha", "--json", f"lr_{soft['hex']}"])
+    assert json.loads(done.stdout)["records"] == [{"hex": soft["hex"], "answer": "forgotten"}]
+    assert server_count(db, "alpha") == 1 and "yaml" in stored_text(db, soft["hex"])
+    with client(url, db.create_token("alpha", "bob")) as other:
+        assert other.get("/v1/changes").json()["records"] == []
+        gone = other.get("/v1/forgotten").json()["records"]
+    assert [(t["hex"], t["purged"]) for t in gone] == [(leaked["hex"], True), ("f" * 32, True), (soft["hex"], False)]
+    # In the team named only (alpha's record is not in beta), and nothing taken out exits 1.
+    assert runner.invoke(main, [*admin, "beta", soft["hex"]]).exit_code == 1
+    assert runner.invoke(main, [*admin, "alpha", "not-an-id"]).exit_code == 2
+    assert runner.invoke(main, [*admin, "gamma", soft["hex"]]).exit_code == 1

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from jiyi.memory import Memory
 from jiyi.sqlite_store import SQLiteStore
 
 from .helpers import YAML, ZLIB, hook_env, note, run_hook
-from .team_helpers import dead_url, free_socket, machine, serving
+from .team_helpers import dead_url, free_socket, machine, server_count, serving
 
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
@@ -33,21 +33,6 @@ from jiyi.team_server import create_app  # noqa: E402
 YAML_ERROR = "ModuleNotFoundError: No module named 'yaml'"
 
 
-@pytest.fixture
-def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
-    dsn, schema = pg_schema
-    with PgDatabase(dsn, schema=schema) as database:
-        database.create_team("alpha")
-        database.create_team("beta")
-        yield database
-
-
-@pytest.fixture
-def url(db: PgDatabase) -> Iterator[str]:
-    with serving(create_app(db, rate_per_minute=0)) as base:
-        yield base
-
-
 def store_of(memory: Memory) -> SQLiteStore:
     store = memory.store
     assert isinstance(store, SQLiteStore)
@@ -57,13 +42,6 @@ def store_of(memory: Memory) -> SQLiteStore:
 def synced(memory: Memory) -> sync.SyncReport:
     with TeamClient.from_settings(memory.settings) as client:
         return sync.run(store_of(memory), client, memory.settings)
-
-
-def server_count(db: PgDatabase, team: str = "alpha") -> int:
-    with db.cursor() as cur:
-        cur.execute("SELECT count(*) FROM records WHERE team_id = %s", (db.team_id(team),))
-        row = cur.fetchone()
-    return int(row[0]) if row else 0
 
 
 def eventually(check: Callable[[], bool], seconds: float = 30) -> None:

@@ -327,6 +327,15 @@ def m010_failure_checkout(db: sqlite3.Connection) -> None:
     _run(db, "ALTER TABLE sessions ADD COLUMN last_checkout TEXT")
 
 
+@migration
+def m011_forget_refused(db: sqlite3.Connection) -> None:
+    # Forgets the team server refused (docs/team-protocol.md, "Forget"): the record is on the team
+    # as another member's, who pushed it first. Kept out of ``outbox_forget`` so they are not sent
+    # again at every sync, and kept here so ``jiyi team status`` can say which the operator must
+    # take out. A later forget or purge of the record queues (and is sent) as usual.
+    _run(db, "CREATE TABLE forget_refused (hex TEXT PRIMARY KEY, purge INTEGER NOT NULL, at TEXT NOT NULL)")
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")

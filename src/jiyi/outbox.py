@@ -183,6 +183,7 @@ class PushReport:
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)  # hexes the server refused (another team's)
     forgotten: int = 0  # this machine's forgets and purges the server applied (``team_forget``)
+    forgets_refused: int = 0  # ... and those it refused: another member pushed the record first
 
 
 def _due(store: SQLiteStore, team_push: str, force: bool, skip: set[str]) -> list[tuple[str, int]]:
@@ -214,7 +215,8 @@ def push(
 
     report = PushReport()
     # Forgets first, whatever team_push says: they only take back what was sent before.
-    report.forgotten = team_forget.send(store, client).forgotten
+    forgets = team_forget.send(store, client)
+    report.forgotten, report.forgets_refused = forgets.forgotten, len(forgets.refused)
     if team_push == "none":
         return report
     enable(store)

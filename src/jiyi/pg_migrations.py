@@ -327,6 +327,19 @@ migration(
 migration("m008_failure_checkout", "ALTER TABLE sessions ADD COLUMN last_checkout text;")
 
 
+# Who may take a record out of the team (docs/team-protocol.md, "Forget"): the member whose push
+# first stored it, by the token's member name. Set once, by that first push, never by a later
+# revision. Records stored before this step have no author (NULL): any member of their team may
+# forget or purge them, as every member could before. A nullable column without a default: adding
+# it rewrites no row.
+migration(
+    "m009_record_authors",
+    """
+    ALTER TABLE records ADD COLUMN author text;
+    """,
+)
+
+
 def missing(conn: psycopg.Connection[Any]) -> list[str]:
     """The names of the migrations this code knows that ``conn``'s schema (its search_path) has not
     recorded, in order: every one when it has no ``_migrations``. Reads only."""

@@ -31,6 +31,9 @@ PUT_SQL = (
     "ON CONFLICT (team_id, hex) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in PUT_COLUMNS if c not in ("hex", "created"))
 )
+# The same with the record's author (migration m009_record_authors) as a first push stores it: written
+# by the insert only, so a later revision, or a concurrent first push that meets the row, keeps it.
+PUT_AUTHORED_SQL = PUT_SQL.replace("(team_id, ", "(team_id, author, ", 1).replace("VALUES (%s, ", "VALUES (%s, %s, ", 1)
 
 
 def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any, ...]:

@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from .pg_database import Cursor, Member, PgDatabase, Team
 from .pg_lexical import PgLexical
-from .pg_rows import PUT_SQL, SELECT, record_row, row_record
+from .pg_rows import PUT_AUTHORED_SQL, PUT_SQL, SELECT, record_row, row_record
 from .pg_sessions import PgSessions
 from .records import Record, Revision, Verification, now
 from .store import Store
@@ -111,9 +111,14 @@ class PgStore(PgLexical, PgSessions, Store):
         )
         return found[0] if found else None
 
-    def put(self, cur: Cursor, record: Record, derived: Derived | None) -> None:
-        """Insert or replace ``record``'s row, signatures, symbols and full text (not its revisions)."""
-        cur.execute(PUT_SQL, record_row(self.team, record, derived))
+    def put(self, cur: Cursor, record: Record, derived: Derived | None, *, author: str | None = None) -> None:
+        """Insert or replace ``record``'s row, signatures, symbols and full text (not its revisions);
+        ``author``, the member of a push, is stored only when the row is new."""
+        row = record_row(self.team, record, derived)
+        if author is None:
+            cur.execute(PUT_SQL, row)
+        else:
+            cur.execute(PUT_AUTHORED_SQL, (row[0], author, *row[1:]))
         for table, column, values in (("signatures", "sig", record.signatures), ("symbols", "symbol", record.symbols)):
             cur.execute(f"DELETE FROM {table} WHERE team_id = %s AND hex = %s", (self.team, record.hex))
             if values and not record.forgotten:
@@ -367,11 +372,12 @@ class PgStore(PgLexical, PgSessions, Store):
 
         return changes_since(self, cursor, limit)
 
-    def forget_in_team(self, hexid: str, *, purge: bool) -> bool:
-        """Forget (or purge) ``hexid`` for the whole team, leaving a tombstone pulls see."""
+    def forget_in_team(self, hexid: str, *, purge: bool, member: str | None = None) -> str:
+        """Forget (or purge) ``hexid`` for the whole team, leaving a tombstone pulls see, if
+        ``member`` may (None: the operator, who may): ``pg_team.FORGOTTEN``, ``UNKNOWN`` or ``REFUSED``."""
         from .pg_team import forget
 
-        return forget(self, hexid, purge=purge)
+        return forget(self, hexid, purge=purge, member=member)
 
     def forgotten_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
         """(tombstones after ``cursor``, the new cursor, whether more remain), oldest first."""

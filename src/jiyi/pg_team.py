@@ -26,6 +26,8 @@ _HEX = re.compile(r"[0-9a-f]{32}")
 # The origins a machine gives its own records, in the order confirmation raises them (SPEC §5: a
 # note becomes local_auto when its failure goes away). team / team_verified are the server's word.
 _CONFIRMATION = {"note": 0, "local_auto": 1, "human": 2}
+# What ``forget`` answers for a record (the lists of POST /v1/forget's answer).
+FORGOTTEN, UNKNOWN, REFUSED = "forgotten", "unknown", "refused"
 
 
 def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
@@ -85,7 +87,7 @@ def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
                 record.origin = "team_verified"
             elif record.origin not in _CONFIRMATION:  # a member cannot claim a replay verdict
                 record.origin = str(row[1]) if row else "note"
-            store.put(cur, record, derived)
+            store.put(cur, record, derived, author=member)  # the author only when the row is new
             if gone is not None:  # a new revision of a forgotten record is live again
                 cur.execute("DELETE FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
             changed = True
@@ -143,20 +145,35 @@ def changes_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[st
     return _lines(store, rows), (int(rows[-1][1]) if rows else cursor), more
 
 
-def forget(store: PgStore, hexid: str, *, purge: bool) -> bool:
+def forget(store: PgStore, hexid: str, *, purge: bool, member: str | None = None) -> str:
     """Take record ``hexid`` out of the team: forgotten (out of search and pulls, its row kept) or,
     with ``purge``, erased with its revisions, evidence and replay runs. A tombstone tells pulls;
     it is written first, in a transaction of its own, so a push racing the erase finds it (see
-    ``merge_pushed``). False when the team never had the record; a purge leaves its tombstone
-    even then, against a push of it still on the way."""
+    ``merge_pushed``).
+
+    The answer: ``FORGOTTEN``; ``UNKNOWN`` when the team never had the record (a purge leaves its
+    tombstone even then, against a push of it still on the way); ``REFUSED`` when ``member`` is not
+    the record's author (the member whose push first stored it), and nothing changes. A record
+    without an author (stored before migration m009_record_authors) is any member's to take out;
+    ``member`` None is the operator (``jiyi team admin forget``), who may take out any record."""
     team = store.team
     with store.db.cursor() as cur:
-        cur.execute("SELECT 1 FROM records WHERE team_id = %s AND hex = %s", (team, hexid))
-        known = cur.fetchone() is not None
+        cur.execute("SELECT author, forgotten FROM records WHERE team_id = %s AND hex = %s", (team, hexid))
+        row = cur.fetchone()
+        known = row is not None
+        # An author is set once, by the insert of the first push: it cannot change after this look.
+        if row is not None and row[0] is not None and member is not None and row[0] != member:
+            return REFUSED
         cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, hexid))
         before = cur.fetchone()
+        # Done before (a client's retry): nothing is written, so the tombstone keeps its seq and
+        # pulls do not read it again. A purge cut short before its erase goes on.
+        if before is not None:
+            done = (bool(before[0]) and row is None) if purge else (row is None or bool(row[1]))
+            if done:
+                return FORGOTTEN
         if not known and not purge:
-            return before is not None
+            return FORGOTTEN if before is not None else UNKNOWN
         # Under the team's lock like ``bump``: tombstone seq order is commit order too.
         cur.execute("SELECT pg_advisory_xact_lock(%s, %s::int)", (store.db.lock_class, team))
         cur.execute(
@@ -170,7 +187,7 @@ def forget(store: PgStore, hexid: str, *, purge: bool) -> bool:
         store.purge(hexid)
     else:
         store.forget(hexid)
-    return known or before is not None
+    return FORGOTTEN if known or before is not None else UNKNOWN
 
 
 def forgotten_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:

@@ -19,6 +19,14 @@ if TYPE_CHECKING:
 # Long enough for a batch of 100 records through a busy server, short enough that `jiyi team
 # sync` reports a server that does not answer instead of hanging.
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
+# An idle pooled connection is dropped by the client after this long, well before the server
+# does (uvicorn's timeout_keep_alive: 5 s by default, `jiyi team serve --keep-alive`, 75 s by
+# default): at httpx's default, 5 s on both sides, a request could go out on a connection the
+# server was closing at that moment.
+KEEPALIVE_EXPIRY = 2.0
+# What a request on a kept-alive connection the server closed meets, before any response: the
+# server's end shut (RemoteProtocolError), reset (ReadError) or gone while writing (WriteError).
+_DROPPED = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
 
 class RateLimited(Unavailable):
@@ -36,6 +44,7 @@ class TeamClient:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}", "User-Agent": "jiyi"},
             timeout=timeout,
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY),
             # A team server is named explicitly; a proxy from the environment would see the token.
             trust_env=False,
         )
@@ -61,7 +70,7 @@ class TeamClient:
 
     def push(self, machine: str, records: list[dict[str, Any]]) -> dict[str, list[str]]:
         """``{"accepted": [hex…], "unchanged": [hex…]}``: every hex in it was stored."""
-        answer = self._call("POST", "/v1/push", json={"machine": machine, "records": records})
+        answer = self._call("POST", "/v1/push", json={"machine": machine, "records": records}, idempotent=True)
         return {"accepted": list(answer.get("accepted", [])), "unchanged": list(answer.get("unchanged", []))}
 
     def changes(self, cursor: int, limit: int) -> dict[str, Any]:
@@ -69,13 +78,15 @@ class TeamClient:
         return self._call("GET", "/v1/changes", params={"cursor": cursor, "limit": limit})
 
     def forget(self, records: list[tuple[str, bool]]) -> dict[str, list[str]] | None:
-        """Take records (hex, purge) out of the team: ``{"forgotten": [hex…], "unknown": [hex…]}``,
-        every hex answered (unknown: the team never had it). None from a server older than forget."""
+        """Take records (hex, purge) out of the team: ``{"forgotten": [hex…], "unknown": [hex…],
+        "refused": [hex…]}``, every hex answered (unknown: the team never had it; refused: another
+        member pushed it first, none from a server older than authors). None from a server older
+        than forget."""
         body = {"records": [{"hex": h, "purge": p} for h, p in records]}
-        answer = self._call("POST", "/v1/forget", json=body, absent_ok=True)
+        answer = self._call("POST", "/v1/forget", json=body, absent_ok=True, idempotent=True)
         if answer is None:
             return None
-        return {"forgotten": list(answer.get("forgotten", [])), "unknown": list(answer.get("unknown", []))}
+        return {key: list(answer.get(key, [])) for key in ("forgotten", "unknown", "refused")}
 
     def forgotten(self, cursor: int, limit: int) -> dict[str, Any]:
         """``{"records": [{"hex", "purged", "at", "seq"}…], "cursor": n, "more": bool}``: what the
@@ -103,12 +114,25 @@ class TeamClient:
     # -- plumbing ----------------------------------------------------------------------------
     @overload
     def _call(
-        self, method: str, path: str, *, params: dict[str, Any] | None = ..., json: Any = ...
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = ...,
+        json: Any = ...,
+        idempotent: bool = ...,
     ) -> dict[str, Any]: ...
 
     @overload
     def _call(
-        self, method: str, path: str, *, params: dict[str, Any] | None = ..., json: Any = ..., absent_ok: bool
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = ...,
+        json: Any = ...,
+        absent_ok: bool,
+        idempotent: bool = ...,
     ) -> dict[str, Any] | None: ...
 
     def _call(
@@ -119,11 +143,23 @@ class TeamClient:
         params: dict[str, Any] | None = None,
         json: Any = None,
         absent_ok: bool = False,
+        idempotent: bool = False,
     ) -> dict[str, Any] | None:
         """The answer's JSON object; with ``absent_ok``, None when the server has no such route
-        (404 without a jiyi error body: a server from before the route was added)."""
+        (404 without a jiyi error body: a server from before the route was added).
+
+        A GET, or a request the server treats as idempotent (``idempotent``: a push merges as a
+        union, a forget of a forgotten record changes nothing), is sent once more when its
+        connection was dropped before an answer: the server may close a kept-alive connection
+        just as it is reused. Anything else (a replay report) is not: the server may have counted it."""
         try:
-            response = self._http.request(method, path, params=params, json=json)
+            try:
+                response = self._http.request(method, path, params=params, json=json)
+            except _DROPPED:
+                if not (idempotent or method == "GET"):
+                    raise
+                # The pool has let the dropped connection go: this goes out on a new one.
+                response = self._http.request(method, path, params=params, json=json)
         except httpx.HTTPError as exc:  # refused, unreachable, timed out, broken answer
             raise Unavailable(f"team server {self.url}: {type(exc).__name__}: {exc}") from exc
         if response.status_code == 200:

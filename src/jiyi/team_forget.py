@@ -11,16 +11,22 @@ A pull reads the tombstones after its own cursor (``forgotten_cursor``) and drop
 of each record there (``pull``): out of search at once; erased for good, with the store compacted,
 when the author purged it (a leaked secret must not stay on the other machines either). This
 machine's own records are never dropped by a tombstone: their author's forget is what made it.
+
+Only a record's author (the member whose push first stored it) may take it out over the server:
+a forget the server refuses leaves the queue for ``forget_refused`` (migration
+``m011_forget_refused``), is not sent again, and is listed by ``jiyi team status`` until a
+tombstone shows the team's operator took the record out (``jiyi team admin forget``).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import outbox
 from .errors import JiyiError, Unavailable
+from .records import now
 
 if TYPE_CHECKING:
     from .sqlite_store import SQLiteStore
@@ -35,11 +41,21 @@ class ForgetReport:
     sent: int = 0
     forgotten: int = 0  # the team had them: now forgotten or erased there
     unknown: int = 0  # never reached the server (nothing to take back)
+    refused: list[str] = field(default_factory=list)  # another member's on the team: the operator's to take out
 
 
 def pending(store: SQLiteStore) -> int:
     with store.transaction() as db:
         return int(db.execute("SELECT count(*) FROM outbox_forget").fetchone()[0])
+
+
+def refused(store: SQLiteStore) -> list[tuple[str, bool, str]]:
+    """The forgets the server refused, (hex, purge, when), oldest first: the records are on the
+    team as another member's, so only the team's operator can take them out
+    (``jiyi team admin forget``)."""
+    with store.transaction() as db:
+        rows = db.execute("SELECT hex, purge, at FROM forget_refused ORDER BY at, hex").fetchall()
+    return [(str(h), bool(p), str(a)) for h, p, a in rows]
 
 
 def send(store: SQLiteStore, client: TeamClient) -> ForgetReport:
@@ -63,17 +79,26 @@ def send(store: SQLiteStore, client: TeamClient) -> ForgetReport:
             # A server from before forget: the queue waits for its upgrade, and pushes go on.
             log.warning("team server %s cannot forget yet: %d forget(s) stay queued", client.url, len(rows))
             return report
-        answered = set(answer["forgotten"]) | set(answer["unknown"])
+        turned_down = set(answer["refused"])
+        answered = set(answer["forgotten"]) | set(answer["unknown"]) | turned_down
         if not answered & {h for h, _ in rows}:
             return report  # an answer for none of them: stop rather than ask again forever
         report.sent += len(rows)
         report.forgotten += len(answer["forgotten"])
         report.unknown += len(answer["unknown"])
+        report.refused += [h for h, _ in rows if h in turned_down]
         with store.transaction() as db:
             # Only as sent: a soft forget turned into a purge meanwhile goes again.
+            done = [(h, int(p)) for h, p in rows if h in answered]
+            db.executemany("DELETE FROM outbox_forget WHERE hex = ? AND purge = ?", done)
+            # Refused: not sent again (the server would refuse it again), kept for `jiyi team status`.
+            stamp = now()
             db.executemany(
-                "DELETE FROM outbox_forget WHERE hex = ? AND purge = ?", [(h, int(p)) for h, p in rows if h in answered]
+                "INSERT INTO forget_refused (hex, purge, at) VALUES (?, ?, ?) "
+                "ON CONFLICT(hex) DO UPDATE SET purge = excluded.purge, at = excluded.at",
+                [(h, p, stamp) for h, p in done if h in turned_down],
             )
+            db.executemany("DELETE FROM forget_refused WHERE hex = ?", [(h,) for h, _ in done if h not in turned_down])
             outbox.mark_answered(db)
 
 
@@ -96,6 +121,10 @@ def pull(store: SQLiteStore, client: TeamClient, *, page: int = 200) -> int:
                     [h for h, _ in tombstones],
                 )
             }
+            # A refused forget the operator carried out meanwhile (jiyi team admin forget) is done.
+            db.executemany(
+                "DELETE FROM forget_refused WHERE hex = ? AND purge <= ?", [(h, int(p)) for h, p in tombstones]
+            )
         # Erased, not just hidden: a later revision from its author then arrives as new. Purges
         # last, and the store compacted once, after the last of them (VACUUM rewrites the file).
         drop = sorted((t for t in tombstones if remote_copy.get(t[0])), key=lambda t: t[1])

@@ -215,7 +215,8 @@ def document() -> dict[str, Any]:
             "/v1/forget": {
                 "post": {
                     "summary": "Take records out of the team: forgotten, or purged (text, revisions, evidence and "
-                    "replay runs erased); pulls learn of it from /v1/forgotten",
+                    "replay runs erased); pulls learn of it from /v1/forgotten. Only the member whose push first "
+                    "stored a record may (any member for a record stored before the server kept authors)",
                     "requestBody": {
                         "required": True,
                         "content": {
@@ -245,10 +246,12 @@ def document() -> dict[str, Any]:
                         "200": _json(
                             {
                                 "type": "object",
-                                "description": "every hex asked for, in one list or the other",
+                                "description": "every hex asked for, in one of the lists; refused (E_FORBIDDEN, "
+                                "per record): another member pushed the record first, and nothing changed",
                                 "properties": {
                                     "forgotten": {"type": "array", "items": {"type": "string"}},
                                     "unknown": {"type": "array", "items": {"type": "string"}},
+                                    "refused": {"type": "array", "items": {"type": "string"}},
                                 },
                             }
                         ),

@@ -43,6 +43,7 @@ from .errors import Forbidden, InvalidArgument, JiyiError, NotFound, Unauthorize
 from .pg_database import Member, PgDatabase
 from .pg_lexical import upgrade_on_start
 from .pg_store import PgStore
+from .pg_team import FORGOTTEN, REFUSED, UNKNOWN
 from .records import SCOPES, TYPES
 from .transfer import record_from_json
 
@@ -248,17 +249,24 @@ def create_app(
             wanted.append((str(item["hex"]), bool(item.get("purge", False))))
 
         def run() -> dict[str, list[str]]:
-            # Scoped to the member's team: another team's hex is simply unknown here.
+            # Scoped to the member's team: another team's hex is simply unknown here. Another
+            # member's record is refused alone, so the rest of the batch is still answered.
             store = PgStore(db, member.team_id)
-            done: list[str] = []
-            unknown: list[str] = []
+            answer: dict[str, list[str]] = {FORGOTTEN: [], UNKNOWN: [], REFUSED: []}
             for hexid, purge in wanted:
-                (done if store.forget_in_team(hexid, purge=purge) else unknown).append(hexid)
-            return {"forgotten": done, "unknown": unknown}
+                answer[store.forget_in_team(hexid, purge=purge, member=member.name)].append(hexid)
+            return answer
 
         answer = await blocking(run)
         purged = sum(p for _, p in wanted)
-        log.info("forget %s/%s: %d records (%d purged)", member.team, member.name, len(wanted), purged)
+        log.info(
+            "forget %s/%s: %d records (%d purged, %d refused)",
+            member.team,
+            member.name,
+            len(wanted),
+            purged,
+            len(answer[REFUSED]),
+        )
         return answer
 
     async def forgotten(request: Request) -> Any:

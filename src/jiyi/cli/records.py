@@ -217,10 +217,17 @@ def _tell_the_team(memory: Any, record: Any, purge: bool) -> None:
         from ..team_client import TeamClient
 
         with TeamClient.from_settings(memory.settings) as client:
-            team_forget.send(store, client)
+            sent = team_forget.send(store, client)
     except (ImportError, JiyiError) as exc:
         reason = exc.code if isinstance(exc, JiyiError) else "the team extra is not installed"
         click.echo(f"the team server is told on the next sync ({reason})")
+        return
+    if record.hex in sent.refused:
+        # Pushed first by another member (e.g. an import of this record there): theirs to take out.
+        click.echo(
+            f"refused by the team server: another member pushed {record.id} first, so it stays on the team; "
+            "ask the team's operator (jiyi team admin forget)" + (" and rotate the secret" if purge else "")
+        )
         return
     if purge:
         # What a user who leaked a secret needs to hear: where it may still be.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,8 +22,14 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..pg_database import PgDatabase
 
+_HEX = re.compile(r"[0-9a-f]{32}")
 EXTRA = "team memory needs the team extra: pip install 'jiyi[team]'"
 DEFAULT_PORT = 8750
+# The side that closes an idle connection first must be the one that would reuse it: a proxy in
+# front (nginx's upstream keepalive_timeout, a cloud load balancer's idle timeout: 60 s) or the
+# client (2 s, team_client.KEEPALIVE_EXPIRY). uvicorn's default, 5 s, equals httpx's: a request
+# could go out on a connection the server was just closing.
+KEEP_ALIVE = 75
 
 dsn_option = click.option(
     "--dsn",
@@ -104,8 +111,23 @@ def team_group() -> None:
     default=None,
     help="A read replica of the database (JIYI_TEAM_READ_DSN): pulls, search and replay candidates read there.",
 )
+@click.option(
+    "--keep-alive",
+    "keep_alive",
+    default=KEEP_ALIVE,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Seconds an idle connection is kept open; longer than the proxy's (or clients') idle timeout.",
+)
 def serve_command(
-    dsn: str, schema: str, host: str, port: int, workers: int, rate_per_minute: int | None, read_dsn: str | None
+    dsn: str,
+    schema: str,
+    host: str,
+    port: int,
+    workers: int,
+    rate_per_minute: int | None,
+    read_dsn: str | None,
+    keep_alive: int,
 ) -> None:
     """Run the team server (HTTP, for a reverse proxy with TLS in front of it).
 
@@ -128,7 +150,14 @@ def serve_command(
         os.environ["JIYI_TEAM_READ_DSN"] = read_dsn
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
-    uvicorn.run("jiyi.team_server:app_from_env", factory=True, host=host, port=port, workers=workers)
+    uvicorn.run(
+        "jiyi.team_server:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        timeout_keep_alive=keep_alive,
+    )
 
 
 # How long serve waits for a read replica to replay the migrations it just applied on the primary:
@@ -214,6 +243,43 @@ def revoke_command(token: str | None, team: str | None, member: str | None, dsn:
             _fail(exc)
     click.echo(f"revoked {count} token{'s' if count != 1 else ''}")
     if not count:
+        sys.exit(1)
+
+
+@admin_group.command("forget")
+@click.argument("team")
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--purge", is_flag=True, help="Erase the records, their revisions, evidence and replay runs for good.")
+@dsn_option
+@schema_option
+@json_option
+def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str, schema: str, as_json: bool) -> None:
+    """Take records (rr_ / lr_ ids or hexes) out of TEAM, whoever pushed them; --purge erases them.
+
+    Over the server a member may forget or purge only the records they pushed first; this runs on
+    the database, for the operator: e.g. a leaked secret another member pushed. Other machines drop
+    their copies on their next sync; rotate a leaked secret anyway.
+    """
+    from ..pg_store import PgStore
+
+    wanted = [ref.removeprefix("rr_").removeprefix("lr_").lower() for ref in ids]
+    bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not _HEX.fullmatch(hexid)]
+    if bad:
+        raise click.UsageError(f"not a record id: {', '.join(bad)}")
+    with _database(dsn, schema) as db:
+        try:
+            store = PgStore(db, db.team_id(team))
+            answers = {hexid: store.forget_in_team(hexid, purge=purge) for hexid in dict.fromkeys(wanted)}
+        except JiyiError as exc:
+            _fail(exc)
+    if as_json:
+        emit_json({"team": team, "purge": purge, "records": [{"hex": h, "answer": a} for h, a in answers.items()]})
+    else:
+        done = "erased" if purge else "forgotten"
+        for hexid, answer in answers.items():
+            # not in the team: a purge still leaves its tombstone, against a push of it on the way
+            click.echo(f"rr_{hexid}: {done if answer == 'forgotten' else 'not in ' + team}")
+    if "forgotten" not in answers.values():
         sys.exit(1)
 
 
@@ -403,6 +469,8 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
         p = report.pushed
         refused = f", {len(p.refused)} refused (another team's)" if p.refused else ""
         forgot = f", {p.forgotten} forgotten or erased" if p.forgotten else ""
+        if p.forgets_refused:
+            forgot += f", {p.forgets_refused} forget(s) refused (see jiyi team status)"
         click.echo(f"pushed {p.sent} record(s): {p.accepted} stored, {p.unchanged} unchanged{refused}{forgot}")
     if report.pulled is not None:
         q = report.pulled
@@ -416,7 +484,7 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
 @json_option
 def status_command(as_json: bool) -> None:
     """This machine's side of team memory: queued records, last push and pull, cursor, last error."""
-    from .. import outbox
+    from .. import outbox, team_forget
     from ..sqlite_store import SQLiteStore
 
     settings = _settings()
@@ -428,12 +496,14 @@ def status_command(as_json: bool) -> None:
         if settings.team:
             outbox.enable(store)  # what was noted before the first sync counts as pending
         state = outbox.status(store, settings.team_push)
+        refused = team_forget.refused(store)
     except JiyiError as exc:
         _fail(exc)
     finally:
         store.close()
-    data = {"team_url": settings.team_url, "configured": settings.team, "team_push": settings.team_push}
+    data: dict[str, Any] = {"team_url": settings.team_url, "configured": settings.team, "team_push": settings.team_push}
     data.update(state.to_dict())
+    data["refused_forgets"] = [{"id": "lr_" + h, "purge": p, "at": at} for h, p, at in refused]
     if as_json:
         emit_json(data)
         return
@@ -446,6 +516,13 @@ def status_command(as_json: bool) -> None:
     click.echo(f"outbox: {state.pending} pending{held}{failing}{forgets}")
     click.echo(f"last push: {state.last_push or 'never'}")
     click.echo(f"last pull: {state.last_pull or 'never'} (cursor {state.cursor})")
+    if refused:
+        click.echo(
+            f"refused by the team server: {len(refused)} forget(s) of records another member pushed first; "
+            "the team's operator can take them out (jiyi team admin forget TEAM ID…):"
+        )
+        for hexid, purge, at in refused:
+            click.echo(f"  lr_{hexid} ({'purge' if purge else 'forget'}, {at})")
     if state.last_error:
         click.echo(f"last error: {state.last_error}")
     if state.retry_at:
