@@ -355,13 +355,12 @@ def app_from_env() -> Starlette:
     if not dsn:
         raise SystemExit("jiyi team serve: no database (--dsn or JIYI_TEAM_DSN)")
     schema = os.environ.get("JIYI_TEAM_SCHEMA", "jiyi")
-    pool = int(os.environ.get("JIYI_TEAM_POOL", "10"))
-    db = PgDatabase(dsn, schema=schema, max_size=pool)
+    db = PgDatabase(dsn, schema=schema)
     # On the primary only: a replica receives the re-derived terms by replication.
     upgrade_on_start(db)  # an index of older terms: a bounded while now, the rest by the admin command
     read_dsn = os.environ.get("JIYI_TEAM_READ_DSN", "")
     try:
-        read_db = PgDatabase(read_dsn, schema=schema, read_only=True, max_size=pool) if read_dsn else None
+        read_db = PgDatabase(read_dsn, schema=schema, read_only=True) if read_dsn else None
     except BaseException:
         db.close()
         raise
