@@ -1,29 +1,27 @@
-"""``jiyi team``: the team server (serve, admin) and this machine's side of it (sync, status,
-verify). Everything here needs the team extra; without it the commands say which to install."""
+"""``jiyi team``: the team server (serve; admin in ``team_admin``) and this machine's side of it
+(sync, status; verify in ``team_verify``). Everything here needs the team extra; without it the
+commands say which to install (``team_common``)."""
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import config, project
 from ..errors import JiyiError
 from .common import emit_json, json_option, progress
+from .team_admin import admin_group
+from .team_common import database, dsn_option, fail, need, schema_option
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..pg_database import PgDatabase
 
-_HEX = re.compile(r"[0-9a-f]{32}")
-EXTRA = "team memory needs the team extra: pip install 'jiyi[team]'"
 DEFAULT_PORT = 8750
 # The side that closes an idle connection first must be the one that would reuse it: a proxy in
 # front (nginx's upstream keepalive_timeout, a cloud load balancer's idle timeout: 60 s) or the
@@ -31,52 +29,12 @@ DEFAULT_PORT = 8750
 # could go out on a connection the server was just closing.
 KEEP_ALIVE = 75
 
-dsn_option = click.option(
-    "--dsn",
-    envvar="JIYI_TEAM_DSN",
-    required=True,
-    help="PostgreSQL connection string (default: JIYI_TEAM_DSN).",
-)
-schema_option = click.option(
-    "--schema",
-    envvar="JIYI_TEAM_SCHEMA",
-    default="jiyi",
-    show_default=True,
-    help="PostgreSQL schema of the team data (JIYI_TEAM_SCHEMA).",
-)
-
-
-def _need(*modules: str) -> None:
-    import importlib.util
-
-    if any(importlib.util.find_spec(m) is None for m in modules):
-        click.echo(EXTRA, err=True)
-        sys.exit(1)
-
-
-def _fail(exc: JiyiError) -> NoReturn:
-    reason = getattr(exc, "reason", "")
-    click.echo(exc.text() + (f"\n{reason}" if reason else ""), err=True)
-    sys.exit(1)
-
-
-@contextmanager
-def _database(dsn: str, schema: str) -> Iterator[PgDatabase]:
-    _need("psycopg", "psycopg_pool")
-    from ..pg_database import PgDatabase
-
-    try:
-        with PgDatabase(dsn, schema=schema, max_size=2) as db:
-            yield db
-    except JiyiError as exc:
-        _fail(exc)
-
 
 def _settings() -> Settings:
     try:
         return config.load(project.find_root(Path.cwd().resolve()))
     except JiyiError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @click.group("team", context_settings={"help_option_names": ["-h", "--help"]})
@@ -136,10 +94,10 @@ def serve_command(
     replica (a change shows there after the replication lag); pushes, forgets, verifications and
     every token check stay on the primary.
     """
-    _need("psycopg", "psycopg_pool", "starlette", "uvicorn")
+    need("psycopg", "psycopg_pool", "starlette", "uvicorn")
     import uvicorn
 
-    with _database(dsn, schema):
+    with database(dsn, schema):
         pass  # migrations applied once here, before the workers start; and a bad DSN fails now
     if read_dsn:
         _wait_for_replica(read_dsn, schema)  # before the workers: each would refuse it on its own
@@ -180,205 +138,16 @@ def _wait_for_replica(read_dsn: str, schema: str) -> None:
             return
         except NotCaughtUp as exc:
             if time.monotonic() >= deadline:
-                _fail(exc)
+                fail(exc)
             if not said:
                 click.echo(f"waiting up to {REPLICA_WAIT_S:g} s for the read replica: {exc.reason}", err=True)
                 said = True
             time.sleep(0.5)
         except JiyiError as exc:
-            _fail(exc)
+            fail(exc)
 
 
-@team_group.group("admin")
-def admin_group() -> None:
-    """Teams and their members' tokens (on the server's database)."""
-
-
-@admin_group.command("create-team")
-@click.argument("name")
-@dsn_option
-@schema_option
-def create_team_command(name: str, dsn: str, schema: str) -> None:
-    """Create the team NAME."""
-    with _database(dsn, schema) as db:
-        try:
-            team_id = db.create_team(name)
-        except JiyiError as exc:
-            _fail(exc)
-    click.echo(f"created team {name} (id {team_id})")
-
-
-@admin_group.command("add-member")
-@click.argument("team")
-@click.argument("name")
-@dsn_option
-@schema_option
-def add_member_command(team: str, name: str, dsn: str, schema: str) -> None:
-    """Make a token for member NAME of TEAM and print it (once: only its hash is kept).
-
-    Give each machine a token of its own (e.g. alice-laptop): the team counts evidence per token's
-    member, so two machines on one member would overwrite each other's counts.
-    """
-    with _database(dsn, schema) as db:
-        try:
-            token = db.create_token(team, name)
-        except JiyiError as exc:
-            _fail(exc)
-    click.echo(token)
-    click.echo(f"token of {name} in {team}: shown once, keep it as team_token", err=True)
-
-
-@admin_group.command("revoke")
-@click.argument("token", required=False)
-@click.option("--team", default=None, help="With --member: revoke every token of that member.")
-@click.option("--member", default=None)
-@dsn_option
-@schema_option
-def revoke_command(token: str | None, team: str | None, member: str | None, dsn: str, schema: str) -> None:
-    """Revoke TOKEN, or every token of --member in --team. Takes effect at once."""
-    with _database(dsn, schema) as db:
-        try:
-            count = db.revoke_token(token, team=team, member=member)
-        except JiyiError as exc:
-            _fail(exc)
-    click.echo(f"revoked {count} token{'s' if count != 1 else ''}")
-    if not count:
-        sys.exit(1)
-
-
-@admin_group.command("forget")
-@click.argument("team")
-@click.argument("ids", nargs=-1, required=True)
-@click.option("--purge", is_flag=True, help="Erase the records, their revisions, evidence and replay runs for good.")
-@dsn_option
-@schema_option
-@json_option
-def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str, schema: str, as_json: bool) -> None:
-    """Take records (rr_ / lr_ ids or hexes) out of TEAM, whoever pushed them; --purge erases them.
-
-    Over the server a member may forget or purge only the records they pushed first; this runs on
-    the database, for the operator: e.g. a leaked secret another member pushed. Other machines drop
-    their copies on their next sync; rotate a leaked secret anyway.
-    """
-    from ..pg_store import PgStore
-
-    wanted = [ref.removeprefix("rr_").removeprefix("lr_").lower() for ref in ids]
-    bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not _HEX.fullmatch(hexid)]
-    if bad:
-        raise click.UsageError(f"not a record id: {', '.join(bad)}")
-    with _database(dsn, schema) as db:
-        try:
-            store = PgStore(db, db.team_id(team))
-            answers = {hexid: store.forget_in_team(hexid, purge=purge) for hexid in dict.fromkeys(wanted)}
-        except JiyiError as exc:
-            _fail(exc)
-    if as_json:
-        emit_json({"team": team, "purge": purge, "records": [{"hex": h, "answer": a} for h, a in answers.items()]})
-    else:
-        done = "erased" if purge else "forgotten"
-        for hexid, answer in answers.items():
-            # not in the team: a purge still leaves its tombstone, against a push of it on the way
-            click.echo(f"rr_{hexid}: {done if answer == 'forgotten' else 'not in ' + team}")
-    if "forgotten" not in answers.values():
-        sys.exit(1)
-
-
-@admin_group.command("list")
-@dsn_option
-@schema_option
-@json_option
-def list_command(dsn: str, schema: str, as_json: bool) -> None:
-    """The teams, their members and how many live tokens each has."""
-    from ..lexical import VERSION
-    from ..pg_store import PgStore
-
-    with _database(dsn, schema) as db:
-        teams = db.list_teams()
-        terms = {t.id: PgStore(db, t.id).lexical_state() for t in teams}
-        with db.cursor() as cur:
-            cur.execute(
-                "SELECT team_id, member, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
-                "GROUP BY team_id, member ORDER BY team_id, member"
-            )
-            rows = cur.fetchall()
-    members: dict[int, list[dict[str, Any]]] = {}
-    for team_id, member, live, total in rows:
-        members.setdefault(int(team_id), []).append({"member": member, "live_tokens": live, "tokens": total})
-    data: list[dict[str, Any]] = [
-        {
-            "team": t.name,
-            "id": t.id,
-            "created": t.created,
-            "members": members.get(t.id, []),
-            "terms": {"version": terms[t.id][0], "current": VERSION, "left": terms[t.id][1]},
-        }
-        for t in teams
-    ]
-    if as_json:
-        emit_json(data)
-        return
-    for entry in data:
-        click.echo(f"{entry['team']} (id {entry['id']}, created {entry['created'][:10]})")
-        version, left = entry["terms"]["version"], entry["terms"]["left"]
-        if version < VERSION:  # search works meanwhile: the records left lack only the new terms
-            click.echo(
-                f"  search terms: version {version}, upgrading to {VERSION}: {left} records left "
-                "(jiyi team admin reindex --terms finishes it)"
-            )
-        for m in entry["members"]:
-            click.echo(f"  {m['member']}: {m['live_tokens']} live token(s) of {m['tokens']}")
-    if not data:
-        click.echo("no teams yet: jiyi team admin create-team NAME")
-
-
-@admin_group.command("reindex")
-@click.option("--terms", "terms_only", is_flag=True, help="Re-derive the full-text search terms (required).")
-@click.option("--team", default=None, help="Only this team (name or id; default: every team).")
-@dsn_option
-@schema_option
-@json_option
-def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, as_json: bool) -> None:
-    """Bring the teams' full-text search terms up to the current version, a batch a transaction.
-
-    Safe while servers serve and pushes arrive; stopped anywhere, the next run (or server start)
-    resumes. Only the terms: each machine re-signs its own records (jiyi reindex) and pushes them.
-    """
-    if not terms_only:
-        raise click.UsageError("give --terms: on the server only the search terms are re-derived")
-    from ..lexical import VERSION
-    from ..pg_lexical import old_teams, upgrade_team
-    from ..pg_store import PgStore
-
-    report: list[dict[str, Any]] = []
-    with _database(dsn, schema) as db:
-        try:
-            teams = {t.id: t.name for t in db.list_teams()}
-            wanted = list(teams)
-            if team is not None:  # a name first, as every admin command takes it; else an id
-                named = [i for i, n in teams.items() if n == team]
-                wanted = named or [db.team_id(int(team) if team.isdigit() else team)]
-            old = set(old_teams(db, VERSION))
-            with progress() as bar:
-                for team_id in wanted:
-                    store = PgStore(db, team_id)
-                    done = 0
-                    if team_id in old:
-                        _, left = store.lexical_state()
-                        task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
-                        done = upgrade_team(store, functools.partial(bar.advance, task))
-                    version = store.lexical_state()[0]
-                    report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
-        except JiyiError as exc:
-            _fail(exc)
-    if as_json:
-        emit_json({"current": VERSION, "teams": report})
-        return
-    for entry in report:
-        click.echo(
-            f"{entry['team']}: search terms of {entry['upgraded']} records re-derived, version {entry['version']}"
-        )
-    if not report:
-        click.echo("no teams yet")
+team_group.add_command(admin_group)
 
 
 # -- this machine ------------------------------------------------------------------------------
@@ -415,7 +184,7 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
     """
     if push_only and pull_only:
         raise click.UsageError("--push-only and --pull-only exclude each other")
-    _need("httpx")
+    need("httpx")
     from .. import outbox, sync
     from ..sqlite_store import SQLiteStore
     from ..team_client import TeamClient
@@ -434,7 +203,7 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
         try:
             store = SQLiteStore(settings.store_path, busy_timeout_ms=settings.busy_timeout_ms)
         except JiyiError as exc:
-            _fail(exc)
+            fail(exc)
         try:
             if quiet and outbox.waiting(store):
                 return
@@ -491,14 +260,14 @@ def status_command(as_json: bool) -> None:
     try:
         store = SQLiteStore(settings.store_path, busy_timeout_ms=settings.busy_timeout_ms)
     except JiyiError as exc:
-        _fail(exc)
+        fail(exc)
     try:
         if settings.team:
             outbox.enable(store)  # what was noted before the first sync counts as pending
         state = outbox.status(store, settings.team_push)
         refused = team_forget.refused(store)
     except JiyiError as exc:
-        _fail(exc)
+        fail(exc)
     finally:
         store.close()
     data: dict[str, Any] = {"team_url": settings.team_url, "configured": settings.team, "team_push": settings.team_push}

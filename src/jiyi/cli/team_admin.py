@@ -1,0 +1,210 @@
+"""``jiyi team admin``: teams, their members' tokens, and the operator's work on the team server's
+database (forget any member's record, bring the search terms up to date). Runs on the database
+itself, not over the server."""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from typing import Any
+
+import click
+
+from ..errors import JiyiError
+from .common import emit_json, json_option, progress
+from .team_common import database, dsn_option, fail, schema_option
+
+_HEX = re.compile(r"[0-9a-f]{32}")
+
+
+@click.group("admin")
+def admin_group() -> None:
+    """Teams and their members' tokens (on the server's database)."""
+
+
+@admin_group.command("create-team")
+@click.argument("name")
+@dsn_option
+@schema_option
+def create_team_command(name: str, dsn: str, schema: str) -> None:
+    """Create the team NAME."""
+    with database(dsn, schema) as db:
+        try:
+            team_id = db.create_team(name)
+        except JiyiError as exc:
+            fail(exc)
+    click.echo(f"created team {name} (id {team_id})")
+
+
+@admin_group.command("add-member")
+@click.argument("team")
+@click.argument("name")
+@dsn_option
+@schema_option
+def add_member_command(team: str, name: str, dsn: str, schema: str) -> None:
+    """Make a token for member NAME of TEAM and print it (once: only its hash is kept).
+
+    Give each machine a token of its own (e.g. alice-laptop): the team counts evidence per token's
+    member, so two machines on one member would overwrite each other's counts.
+    """
+    with database(dsn, schema) as db:
+        try:
+            token = db.create_token(team, name)
+        except JiyiError as exc:
+            fail(exc)
+    click.echo(token)
+    click.echo(f"token of {name} in {team}: shown once, keep it as team_token", err=True)
+
+
+@admin_group.command("revoke")
+@click.argument("token", required=False)
+@click.option("--team", default=None, help="With --member: revoke every token of that member.")
+@click.option("--member", default=None)
+@dsn_option
+@schema_option
+def revoke_command(token: str | None, team: str | None, member: str | None, dsn: str, schema: str) -> None:
+    """Revoke TOKEN, or every token of --member in --team. Takes effect at once."""
+    with database(dsn, schema) as db:
+        try:
+            count = db.revoke_token(token, team=team, member=member)
+        except JiyiError as exc:
+            fail(exc)
+    click.echo(f"revoked {count} token{'s' if count != 1 else ''}")
+    if not count:
+        sys.exit(1)
+
+
+@admin_group.command("forget")
+@click.argument("team")
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--purge", is_flag=True, help="Erase the records, their revisions, evidence and replay runs for good.")
+@dsn_option
+@schema_option
+@json_option
+def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str, schema: str, as_json: bool) -> None:
+    """Take records (rr_ / lr_ ids or hexes) out of TEAM, whoever pushed them; --purge erases them.
+
+    Over the server a member may forget or purge only the records they pushed first; this runs on
+    the database, for the operator: e.g. a leaked secret another member pushed. Other machines drop
+    their copies on their next sync; rotate a leaked secret anyway.
+    """
+    from ..pg_store import PgStore
+
+    wanted = [ref.removeprefix("rr_").removeprefix("lr_").lower() for ref in ids]
+    bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not _HEX.fullmatch(hexid)]
+    if bad:
+        raise click.UsageError(f"not a record id: {', '.join(bad)}")
+    with database(dsn, schema) as db:
+        try:
+            store = PgStore(db, db.team_id(team))
+            answers = {hexid: store.forget_in_team(hexid, purge=purge) for hexid in dict.fromkeys(wanted)}
+        except JiyiError as exc:
+            fail(exc)
+    if as_json:
+        emit_json({"team": team, "purge": purge, "records": [{"hex": h, "answer": a} for h, a in answers.items()]})
+    else:
+        done = "erased" if purge else "forgotten"
+        for hexid, answer in answers.items():
+            # not in the team: a purge still leaves its tombstone, against a push of it on the way
+            click.echo(f"rr_{hexid}: {done if answer == 'forgotten' else 'not in ' + team}")
+    if "forgotten" not in answers.values():
+        sys.exit(1)
+
+
+@admin_group.command("list")
+@dsn_option
+@schema_option
+@json_option
+def list_command(dsn: str, schema: str, as_json: bool) -> None:
+    """The teams, their members and how many live tokens each has."""
+    from ..lexical import VERSION
+    from ..pg_store import PgStore
+
+    with database(dsn, schema) as db:
+        teams = db.list_teams()
+        terms = {t.id: PgStore(db, t.id).lexical_state() for t in teams}
+        with db.cursor() as cur:
+            cur.execute(
+                "SELECT team_id, member, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
+                "GROUP BY team_id, member ORDER BY team_id, member"
+            )
+            rows = cur.fetchall()
+    members: dict[int, list[dict[str, Any]]] = {}
+    for team_id, member, live, total in rows:
+        members.setdefault(int(team_id), []).append({"member": member, "live_tokens": live, "tokens": total})
+    data: list[dict[str, Any]] = [
+        {
+            "team": t.name,
+            "id": t.id,
+            "created": t.created,
+            "members": members.get(t.id, []),
+            "terms": {"version": terms[t.id][0], "current": VERSION, "left": terms[t.id][1]},
+        }
+        for t in teams
+    ]
+    if as_json:
+        emit_json(data)
+        return
+    for entry in data:
+        click.echo(f"{entry['team']} (id {entry['id']}, created {entry['created'][:10]})")
+        version, left = entry["terms"]["version"], entry["terms"]["left"]
+        if version < VERSION:  # search works meanwhile: the records left lack only the new terms
+            click.echo(
+                f"  search terms: version {version}, upgrading to {VERSION}: {left} records left "
+                "(jiyi team admin reindex --terms finishes it)"
+            )
+        for m in entry["members"]:
+            click.echo(f"  {m['member']}: {m['live_tokens']} live token(s) of {m['tokens']}")
+    if not data:
+        click.echo("no teams yet: jiyi team admin create-team NAME")
+
+
+@admin_group.command("reindex")
+@click.option("--terms", "terms_only", is_flag=True, help="Re-derive the full-text search terms (required).")
+@click.option("--team", default=None, help="Only this team (name or id; default: every team).")
+@dsn_option
+@schema_option
+@json_option
+def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, as_json: bool) -> None:
+    """Bring the teams' full-text search terms up to the current version, a batch a transaction.
+
+    Safe while servers serve and pushes arrive; stopped anywhere, the next run (or server start)
+    resumes. Only the terms: each machine re-signs its own records (jiyi reindex) and pushes them.
+    """
+    if not terms_only:
+        raise click.UsageError("give --terms: on the server only the search terms are re-derived")
+    from ..lexical import VERSION
+    from ..pg_lexical import old_teams, upgrade_team
+    from ..pg_store import PgStore
+
+    report: list[dict[str, Any]] = []
+    with database(dsn, schema) as db:
+        try:
+            teams = {t.id: t.name for t in db.list_teams()}
+            wanted = list(teams)
+            if team is not None:  # a name first, as every admin command takes it; else an id
+                named = [i for i, n in teams.items() if n == team]
+                wanted = named or [db.team_id(int(team) if team.isdigit() else team)]
+            old = set(old_teams(db, VERSION))
+            with progress() as bar:
+                for team_id in wanted:
+                    store = PgStore(db, team_id)
+                    done = 0
+                    if team_id in old:
+                        _, left = store.lexical_state()
+                        task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
+                        done = upgrade_team(store, functools.partial(bar.advance, task))
+                    version = store.lexical_state()[0]
+                    report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
+        except JiyiError as exc:
+            fail(exc)
+    if as_json:
+        emit_json({"current": VERSION, "teams": report})
+        return
+    for entry in report:
+        click.echo(
+            f"{entry['team']}: search terms of {entry['upgraded']} records re-derived, version {entry['version']}"
+        )
+    if not report:
+        click.echo("no teams yet")

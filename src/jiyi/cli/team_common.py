@@ -1,0 +1,59 @@
+"""What the ``jiyi team`` commands share: the check for the team extra, the options and the
+opening of the server's database (``serve`` and ``admin``), and a SPEC §2 error, with its reason,
+turned into exit status 1."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+
+from ..errors import JiyiError
+
+if TYPE_CHECKING:
+    from ..pg_database import PgDatabase
+
+EXTRA = "team memory needs the team extra: pip install 'jiyi[team]'"
+
+dsn_option = click.option(
+    "--dsn",
+    envvar="JIYI_TEAM_DSN",
+    required=True,
+    help="PostgreSQL connection string (default: JIYI_TEAM_DSN).",
+)
+schema_option = click.option(
+    "--schema",
+    envvar="JIYI_TEAM_SCHEMA",
+    default="jiyi",
+    show_default=True,
+    help="PostgreSQL schema of the team data (JIYI_TEAM_SCHEMA).",
+)
+
+
+def need(*modules: str) -> None:
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in modules):
+        click.echo(EXTRA, err=True)
+        sys.exit(1)
+
+
+def fail(exc: JiyiError) -> NoReturn:
+    reason = getattr(exc, "reason", "")
+    click.echo(exc.text() + (f"\n{reason}" if reason else ""), err=True)
+    sys.exit(1)
+
+
+@contextmanager
+def database(dsn: str, schema: str) -> Iterator[PgDatabase]:
+    need("psycopg", "psycopg_pool")
+    from ..pg_database import PgDatabase
+
+    try:
+        with PgDatabase(dsn, schema=schema, max_size=2) as db:
+            yield db
+    except JiyiError as exc:
+        fail(exc)
