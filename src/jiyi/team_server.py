@@ -2,8 +2,8 @@
 
 Stateless: a process keeps only its connection pool and its rate-limit buckets, so several
 processes (``jiyi team serve --workers N``, or several machines behind a load balancer) share one
-database. The buckets are per process: with N processes a token may make up to N times
-``rate_per_minute`` requests a minute in all.
+database. The checks before a route runs (whose token, its rate, the body's size) are in
+``team_limits``.
 
 With a read replica (``read_db``, ``--read-dsn``) the reads of ``READ_ROUTES`` go to it; writes and
 token checks stay on the primary, so a revoked token is refused at once, however far the replica
@@ -14,21 +14,14 @@ skips none (docs/team-protocol.md, "Several processes, several machines, read re
 Every request but ``/v1/health`` and ``/openapi.json`` carries ``Authorization: Bearer <token>``;
 every query runs in the token's team (``PgStore(db, team)``), so a record of another team is
 refused (403) and never shown. psycopg is blocking: each database call runs in the thread pool,
-off the event loop. Request bodies are counted while they are read, so a client that lies in (or
-leaves out) ``Content-Length`` still meets the limit.
+off the event loop.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import math
 import os
 import re
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -39,20 +32,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .errors import Forbidden, InvalidArgument, JiyiError, NotFound, Unauthorized, Unavailable
+from .errors import Forbidden, InvalidArgument, JiyiError, NotFound
 from .pg_database import Member, PgDatabase
 from .pg_lexical import upgrade_on_start
 from .pg_store import PgStore
 from .pg_team import FORGOTTEN, REFUSED, UNKNOWN
 from .records import SCOPES, TYPES
+from .team_limits import MAX_BODY, RATE_PER_MINUTE, Buckets, Limited, TooLarge, authenticate, read_body
 from .transfer import record_from_json
 
 log = logging.getLogger("jiyi.team")
 T = TypeVar("T")
 
-MAX_BODY = 1024 * 1024
 MAX_PUSH = 100
-RATE_PER_MINUTE = 600  # a sync of 10 000 records is 100 pushes; an agent searches far less
 CHANGES_DEFAULT, CHANGES_MAX = 200, 1000
 SEARCH_MAX = 50
 _HEX = re.compile(r"[0-9a-f]{32}")
@@ -61,49 +53,15 @@ READ_ROUTES = ("/v1/changes", "/v1/search", "/v1/forgotten", "/v1/verify/candida
 _STATUS = {"E_UNAUTHORIZED": 401, "E_FORBIDDEN": 403, "E_NOT_FOUND": 404, "E_INVALID_ARGUMENT": 400}
 
 
-class _TooLarge(InvalidArgument):
-    status = 413
-
-
-class _Limited(Unavailable):
-    def __init__(self, retry_after: int) -> None:
-        super().__init__("rate limited")
-        self.retry_after = retry_after
-
-
-class Buckets:
-    """Token buckets, one a token: ``rate`` requests a minute, bursts up to ``rate``. Bounded, so
-    a flood of made-up tokens cannot grow the process."""
-
-    def __init__(self, rate: int, *, size: int = 10000) -> None:
-        self.rate, self.size = rate, size
-        self._lock = threading.Lock()
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
-
-    def take(self, key: str) -> int:
-        """0 when the request may go, else the seconds to wait."""
-        if self.rate <= 0:
-            return 0
-        moment = time.monotonic()
-        with self._lock:
-            tokens, at = self._buckets.pop(key, (float(self.rate), moment))
-            tokens = min(float(self.rate), tokens + (moment - at) * self.rate / 60.0)
-            wait = 0 if tokens >= 1.0 else math.ceil((1.0 - tokens) * 60.0 / self.rate)
-            self._buckets[key] = (tokens - 1.0 if not wait else tokens, moment)
-            while len(self._buckets) > self.size:
-                self._buckets.popitem(last=False)
-        return wait
-
-
 def _error_response(exc: JiyiError) -> JSONResponse:
     body: dict[str, Any] = {"code": exc.code, "message": exc.message}
     if isinstance(exc, InvalidArgument):
         body.update(field=exc.field, reason=exc.reason)
     headers = {}
-    if isinstance(exc, _Limited):
+    if isinstance(exc, Limited):
         headers["Retry-After"] = str(exc.retry_after)
         status = 429
-    elif isinstance(exc, _TooLarge):
+    elif isinstance(exc, TooLarge):
         status = 413
     else:
         status = _STATUS.get(exc.code, 503)
@@ -155,34 +113,10 @@ def create_app(
         return await run_in_threadpool(fn)
 
     async def member_of(request: Request) -> Member:
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            raise Unauthorized()
-        wait = buckets.take(hashlib.sha256(token.encode()).hexdigest())
-        if wait:
-            raise _Limited(wait)
-        found = await blocking(lambda: db.authenticate(token))
-        if found is None:
-            raise Unauthorized()
-        return found
+        return await authenticate(request, db, buckets)
 
     async def body_of(request: Request) -> Any:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > max_body:
-            raise _TooLarge("body", f"超过 {max_body} 字节")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_body:
-                raise _TooLarge("body", f"超过 {max_body} 字节")
-            chunks.append(chunk)
-        try:
-            return json.loads(b"".join(chunks) or b"null")
-        except ValueError:
-            raise InvalidArgument("body", "不是 JSON") from None
+        return await read_body(request, max_body)
 
     def endpoint(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
