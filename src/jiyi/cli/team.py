@@ -17,7 +17,7 @@ from .. import config, project
 from ..errors import JiyiError
 from .common import emit_json, json_option, progress
 from .team_admin import admin_group
-from .team_common import database, dsn_option, fail, need, schema_option
+from .team_common import database, dsn_option, error_text, fail, need, schema_option
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -226,8 +226,7 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
         except JiyiError as exc:
             if not quiet:
                 left = outbox.status(store, settings.team_push).pending
-                reason = getattr(exc, "reason", "")
-                click.echo(exc.text() + (f"\n{reason}" if reason else ""), err=True)
+                click.echo(error_text(exc), err=True)
                 click.echo(f"{left} record(s) wait in the outbox", err=True)
             sys.exit(1)
         finally:

@@ -41,9 +41,14 @@ def need(*modules: str) -> None:
         sys.exit(1)
 
 
-def fail(exc: JiyiError) -> NoReturn:
+def error_text(exc: JiyiError) -> str:
+    """The error's SPEC §2 text, then its reason (what failed underneath) when it has one."""
     reason = getattr(exc, "reason", "")
-    click.echo(exc.text() + (f"\n{reason}" if reason else ""), err=True)
+    return exc.text() + (f"\n{reason}" if reason else "")
+
+
+def fail(exc: JiyiError) -> NoReturn:
+    click.echo(error_text(exc), err=True)
     sys.exit(1)
 
 
