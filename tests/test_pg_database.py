@@ -44,3 +44,16 @@ def test_a_connection_used_a_moment_ago_is_handed_out_unchecked(
         with db.cursor() as cur:
             cur.execute("SELECT 1")
             assert cur.fetchone() == (1,)
+
+
+def test_a_schema_migrated_by_a_newer_jiyi_is_refused_by_an_older_one(pg_schema: tuple[str, str]) -> None:
+    import psycopg
+
+    dsn, schema = pg_schema
+    PgDatabase(dsn, schema=schema).close()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"INSERT INTO \"{schema}\"._migrations (name, applied_at) VALUES ('m999_from_the_future', 'z')")
+    for read_only in (False, True):
+        with pytest.raises(Unavailable) as refused:
+            PgDatabase(dsn, schema=schema, read_only=read_only)
+        assert "migrated by a newer jiyi (1 step(s) this one does not know, first m999" in refused.value.reason

@@ -106,6 +106,13 @@ class PgDatabase:
                 "connect_timeout": max(1, round(timeout)),
             }
             with psycopg.connect(dsn, autocommit=True, **options) as conn:
+                if newer := pg_migrations.unknown(conn):
+                    # An older process would write what the newer schema no longer means (e.g. search
+                    # terms of an older version after the team's index was re-derived).
+                    raise Unavailable(
+                        f"the database (schema {schema}) was migrated by a newer jiyi ({len(newer)} step(s) "
+                        f"this one does not know, first {newer[0]}): run the same jiyi on every server process"
+                    )
                 if not read_only:
                     pg_migrations.apply(conn, schema, now)
                 elif missing := pg_migrations.missing(conn):

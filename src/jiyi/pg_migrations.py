@@ -340,6 +340,16 @@ migration(
 )
 
 
+def unknown(conn: psycopg.Connection[Any]) -> list[str]:
+    """The migrations ``conn``'s schema recorded that this code does not know (a newer jiyi applied
+    them), in the order applied. Reads only."""
+    row = conn.execute("SELECT to_regclass('_migrations') IS NOT NULL").fetchone()
+    if not (row and row[0]):
+        return []
+    known = {name for name, _ in MIGRATIONS}
+    return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, name") if r[0] not in known]
+
+
 def missing(conn: psycopg.Connection[Any]) -> list[str]:
     """The names of the migrations this code knows that ``conn``'s schema (its search_path) has not
     recorded, in order: every one when it has no ``_migrations``. Reads only."""
