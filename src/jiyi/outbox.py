@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .team_client import TeamClient
 
 BATCH = 100  # records a push (docs/team-protocol.md)
-MAX_BODY = 1024 * 1024
+MAX_BODY = 1024 * 1024  # a request body the team server takes (team_server, team_limits.read_body)
 # A batch stops short of the server's limit: the envelope and JSON escaping add a little.
 BATCH_BYTES = MAX_BODY - 64 * 1024
 BACKOFF_FIRST = 5.0

@@ -9,20 +9,18 @@ line twice therefore changes nothing, and a no-op leaves ``seq`` alone so pulls 
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
 from .errors import InvalidArgument, NotFound
-from .records import Record, Revision, Verification, now
+from .records import Record, Revision, Verification, is_hex, now
 from .transfer import record_from_json, record_to_json
 
 if TYPE_CHECKING:
     from .pg_store import PgStore
 
-_HEX = re.compile(r"[0-9a-f]{32}")
 # The origins a machine gives its own records, in the order confirmation raises them (SPEC §5: a
 # note becomes local_auto when its failure goes away). team / team_verified are the server's word.
 _CONFIRMATION = {"note": 0, "local_auto": 1, "human": 2}
@@ -38,7 +36,7 @@ def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str
         record.sources, record.used_success = int(record.sources), int(record.used_success)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidArgument("records", f"not an export line: {exc}") from None
-    if not isinstance(record.hex, str) or not _HEX.fullmatch(record.hex):
+    if not is_hex(record.hex):
         raise InvalidArgument("records", "hex is not 32 hex digits")
     if any(rev.hex != record.hex for rev in revisions):
         raise InvalidArgument("records", "a revision of another record")

@@ -212,14 +212,16 @@ def snapshot(record: Record) -> dict[str, Any]:
     }
 
 
+def is_hex(text: object) -> bool:
+    """Whether ``text`` is a record's hex: 32 lowercase hexadecimal digits."""
+    return isinstance(text, str) and len(text) == 32 and all(c in "0123456789abcdef" for c in text)
+
+
 def split_ref(ref: str) -> tuple[str, str] | None:
     """``lr_<hex>`` / ``rr_<hex>`` → (prefix, hex); None when it is not an id."""
-    if len(ref) != 35 or ref[:3] not in (LOCAL_PREFIX, REMOTE_PREFIX):
+    if len(ref) != 35 or ref[:3] not in (LOCAL_PREFIX, REMOTE_PREFIX) or not is_hex(ref[3:]):
         return None
-    hexpart = ref[3:]
-    if any(c not in "0123456789abcdef" for c in hexpart):
-        return None
-    return ref[:3], hexpart
+    return ref[:3], ref[3:]
 
 
 # The columns a record is stored in, in the order both stores read them (``record_from_columns``).

@@ -26,12 +26,11 @@ from .errors import InvalidArgument, Unauthorized, Unavailable
 if TYPE_CHECKING:
     from .pg_database import Member, PgDatabase
 
-MAX_BODY = 1024 * 1024
 RATE_PER_MINUTE = 600  # a sync of 10 000 records is 100 pushes; an agent searches far less
 
 
 class TooLarge(InvalidArgument):
-    status = 413
+    """A body over the limit: 413."""
 
 
 class Limited(Unavailable):

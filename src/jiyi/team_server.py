@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -33,12 +32,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .errors import Forbidden, InvalidArgument, JiyiError, NotFound
+from .outbox import MAX_BODY  # the client cuts its pushes under the same limit
 from .pg_database import Member, PgDatabase
 from .pg_lexical import upgrade_on_start
 from .pg_store import PgStore
 from .pg_team import FORGOTTEN, REFUSED, UNKNOWN
-from .records import SCOPES, TYPES
-from .team_limits import MAX_BODY, RATE_PER_MINUTE, Buckets, Limited, TooLarge, authenticate, read_body
+from .records import SCOPES, TYPES, is_hex
+from .team_limits import RATE_PER_MINUTE, Buckets, Limited, TooLarge, authenticate, read_body
 from .transfer import record_from_json
 
 log = logging.getLogger("jiyi.team")
@@ -47,7 +47,6 @@ T = TypeVar("T")
 MAX_PUSH = 100
 CHANGES_DEFAULT, CHANGES_MAX = 200, 1000
 SEARCH_MAX = 50
-_HEX = re.compile(r"[0-9a-f]{32}")
 # Answered from the read replica when there is one: pure reads, where a change seen late is fine.
 READ_ROUTES = ("/v1/changes", "/v1/search", "/v1/forgotten", "/v1/verify/candidates")
 _STATUS = {"E_UNAUTHORIZED": 401, "E_FORBIDDEN": 403, "E_NOT_FOUND": 404, "E_INVALID_ARGUMENT": 400}
@@ -86,7 +85,7 @@ def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
 def _check_line(index: int, line: Any) -> dict[str, Any]:
     """A pushed record must read as an export line (``transfer.record_from_json``)."""
     field = f"records[{index}]"
-    if not isinstance(line, dict) or not _HEX.fullmatch(str(line.get("hex", ""))):
+    if not isinstance(line, dict) or not is_hex(line.get("hex")):
         raise InvalidArgument(field, "不是 jiyi 导出的记录")
     try:
         record = record_from_json(line)
@@ -176,7 +175,7 @@ def create_app(
             raise InvalidArgument("records", f"一次最多 {MAX_PUSH} 条")
         wanted: list[tuple[str, bool]] = []
         for i, item in enumerate(body["records"]):
-            if not isinstance(item, dict) or not _HEX.fullmatch(str(item.get("hex", ""))):
+            if not isinstance(item, dict) or not is_hex(item.get("hex")):
                 raise InvalidArgument(f"records[{i}]", "应为 {hex, purge}")
             if not isinstance(item.get("purge", False), bool):
                 raise InvalidArgument(f"records[{i}]", "purge 应为 true 或 false")
@@ -241,7 +240,7 @@ def create_app(
     async def verify(request: Request) -> Any:
         member = await member_of(request)
         hexid = request.path_params["hex"]
-        if not _HEX.fullmatch(hexid):
+        if not is_hex(hexid):
             raise InvalidArgument("hex", "应为 32 位小写十六进制")
         body = await body_of(request)
         if not isinstance(body, dict) or not isinstance(body.get("passed"), bool):

@@ -5,17 +5,15 @@ itself, not over the server."""
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from typing import Any
 
 import click
 
 from ..errors import JiyiError
+from ..records import is_hex
 from .common import emit_json, json_option, progress
 from .team_common import database, dsn_option, fail, schema_option
-
-_HEX = re.compile(r"[0-9a-f]{32}")
 
 
 @click.group("admin")
@@ -92,7 +90,7 @@ def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str,
     from ..pg_store import PgStore
 
     wanted = [ref.removeprefix("rr_").removeprefix("lr_").lower() for ref in ids]
-    bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not _HEX.fullmatch(hexid)]
+    bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not is_hex(hexid)]
     if bad:
         raise click.UsageError(f"not a record id: {', '.join(bad)}")
     with database(dsn, schema) as db:
