@@ -13,6 +13,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import TextContent
 
+import jiyi
+
 from .helpers import ZLIB
 
 QUERY = "ld: undefined symbol deflate"
@@ -44,6 +46,7 @@ def test_jiyi_mcp_over_stdio_across_two_sessions(tmp_path: Path, jiyi_home: Path
         with anyio.fail_after(150):
             async with Client(_params(tmp_path, jiyi_home, "a"), read_timeout_seconds=60) as client:
                 out["tools"] = [tool.name for tool in (await client.list_tools()).tools]
+                out["server"] = client.server_info
                 out["saved"] = _text(await client.call_tool("memory_note", ZLIB))
                 out["own"] = _text(await client.call_tool("memory_search", {"query": QUERY}))
             async with Client(_params(tmp_path, jiyi_home, "b"), read_timeout_seconds=60) as client:
@@ -56,6 +59,7 @@ def test_jiyi_mcp_over_stdio_across_two_sessions(tmp_path: Path, jiyi_home: Path
 
     out = anyio.run(main)
     assert out["tools"] == ["memory_search", "memory_read", "memory_note"]
+    assert (out["server"].name, out["server"].version) == ("jiyi", jiyi.__version__)
     is_error, saved = out["saved"]
     assert not is_error, saved
     match = re.fullmatch(r"saved (lr_[0-9a-f]{32}) revision 1; no similar memories found", saved)

@@ -22,6 +22,7 @@ from mcp.server.stdio import stdio_server
 from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
+from . import __version__
 from .errors import Unavailable
 from .memory import Memory
 from .records import FIX_KINDS, RELATIONS, SCOPES, TYPES
@@ -155,7 +156,9 @@ class JiyiServer(Server[Any]):
         self.session = session
         self.notes_enabled = session.settings.notes
         self.tools = [MCPTool(name=n, description=DESCRIPTIONS[n], input_schema=s) for n, s in SCHEMAS.items()]
-        super().__init__("jiyi", instructions=INSTRUCTIONS, on_list_tools=self._list, on_call_tool=self._call)
+        super().__init__(
+            "jiyi", version=__version__, instructions=INSTRUCTIONS, on_list_tools=self._list, on_call_tool=self._call
+        )
         # The team syncs this server started and that may still run: a caller (a test, a clean
         # shutdown) can join them instead of polling the store.
         self.team_syncs: list[threading.Thread] = []
