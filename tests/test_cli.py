@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime
 from pathlib import Path
@@ -223,8 +224,11 @@ def test_tour_note_search_read_list_show_stats_doctor_export_import(tmp_path: Pa
     doctor = jiyi("doctor").stdout.splitlines()
     assert doctor[-1] == "ok"
     assert f"store: {jiyi_home / 'jiyi.db'}" in doctor
+    config = Path(os.environ["JIYI_CONFIG_DIR"]) / "config.toml"
+    assert f"config: {config} (none: defaults)" in doctor  # where a user would write one
     report = json.loads(jiyi("doctor", "--json").stdout)
     assert (report["ok"], report["problems"], report["records"]) == (True, [], 2)
+    assert (report["config"], report["config_exists"]) == (str(config), False)
     assert report["migrations"]
 
     # export, to a file and to stdout

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from .. import transfer
+from ..config import user_config_path
 from ..errors import JiyiError
 from ..memory import Memory
 from ..sqlite_store import SQLiteStore
@@ -80,7 +81,14 @@ def doctor_command(as_json: bool) -> None:
     """Check the store: its path, the migrations applied, and an integrity check."""
     memory = Memory()
     path = memory.settings.store_path
-    report: dict[str, object] = {"home": str(memory.settings.home), "store": str(path), "ok": False}
+    config = user_config_path()
+    report: dict[str, object] = {
+        "home": str(memory.settings.home),
+        "config": str(config),
+        "config_exists": config.is_file(),
+        "store": str(path),
+        "ok": False,
+    }
     try:
         store = memory.store
         report["migrations"] = [{"name": n, "applied_at": a} for n, a in store.applied_migrations()]
@@ -103,6 +111,7 @@ def doctor_command(as_json: bool) -> None:
         emit_json(report)
     else:
         click.echo(f"home: {report['home']}")
+        click.echo(f"config: {config}" + ("" if report["config_exists"] else " (none: defaults)"))
         click.echo(f"store: {report['store']}")
         for m in report.get("migrations", []):  # type: ignore[attr-defined]
             click.echo(f"migration {m['name']} applied {m['applied_at']}")
