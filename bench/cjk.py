@@ -10,7 +10,7 @@ query's own thread is left out of its ranking.
 Each tokenisation indexes the same title and body in its own in-memory FTS5 table and answers with
 BM25 over its OR-ed query terms (what jiyi's candidate query does):
 
-- **bigram**: ``jiyi.lexical`` (ASCII words, CJK runs cut into overlapping bigrams), jiyi's index;
+- **bigram**: ``jiyi.analysis.lexical`` (ASCII words, CJK runs cut into overlapping bigrams), jiyi's index;
 - **trigram**: FTS5's ``trigram`` tokenizer over the folded text; query terms are ASCII words and
   CJK runs of three or more characters cut into trigrams (a trigram index cannot match fewer);
 - **jieba**: ASCII words as bigram does, CJK runs cut by ``jieba.cut_for_search`` (skipped with a
@@ -43,7 +43,7 @@ from rich.console import Console
 from rich.table import Table
 
 import jiyi
-from jiyi import lexical
+from jiyi.analysis import lexical
 from jiyi.records import Record, new_hex, now
 
 DATA = Path(__file__).parent / "data"
@@ -106,7 +106,7 @@ class Tokenisation:
 
 
 class Bigram(Tokenisation):
-    name = "bigram (jiyi.lexical)"
+    name = "bigram (jiyi.analysis.lexical)"
 
     def index(self, text: str) -> str:
         return lexical.index_text(text)

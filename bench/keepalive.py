@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from jiyi import team_client
 from jiyi.errors import Unavailable
+from jiyi.team.client import http as team_client
 
 
 async def app(scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:

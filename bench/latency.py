@@ -21,9 +21,9 @@ from rich.progress import Progress
 from rich.table import Table
 
 import jiyi
-from jiyi.indexing import derive
+from jiyi.analysis.indexing import derive
+from jiyi.analysis.signature import analyze
 from jiyi.records import Record, Revision, new_hex, now, snapshot
-from jiyi.signature import analyze
 
 TEMPLATES = [
     ("undefined reference to `{sym}'", "Link the library that defines {sym}"),

@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scale import percentile
 from team_scale import push_lines
 
-from jiyi import pg_migrations
 from jiyi.errors import Unavailable
-from jiyi.pg_database import NotCaughtUp, PgDatabase
+from jiyi.store.postgres import migrations as pg_migrations
+from jiyi.store.postgres.database import NotCaughtUp, PgDatabase
 
 SCHEMA = "jiyi"
 

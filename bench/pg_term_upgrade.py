@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from latency import cluster_records
 from team_scale import build, export_line
 
-from jiyi import pg_lexical
-from jiyi.lexical import VERSION
-from jiyi.pg_store import PgDatabase, PgStore
+from jiyi.analysis.lexical import VERSION
 from jiyi.records import Revision, now
+from jiyi.store.postgres import lexical as pg_lexical
+from jiyi.store.postgres.store import PgDatabase, PgStore
 
 
 def _make_old(store: PgStore, rewrite: bool) -> None:

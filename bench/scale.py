@@ -46,11 +46,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from latency import TEMPLATES, cluster_records
 
 import jiyi
-from jiyi import lexical
-from jiyi.indexing import Derived
+from jiyi.analysis import lexical
+from jiyi.analysis.indexing import Derived
+from jiyi.analysis.signature import analyze
 from jiyi.ranking import MAX_QUERY_TERMS
 from jiyi.records import Record, Revision, new_hex, now, snapshot
-from jiyi.signature import analyze
 
 BATCH = 1000
 console = Console(stderr=True, width=150)

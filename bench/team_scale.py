@@ -4,7 +4,7 @@ Builds one team of ``--records`` records straight into PostgreSQL with COPY (ben
 generator: real package and symbol names in many ecosystems' error templates, plus the real
 cluster records of bench/data/clusters.jsonl), ``--workers`` processes in parallel. The term
 counter trigger is off while loading (``session_replication_role = replica``) and the counts are
-then built in one pass, as a restore would. Then starts the team server (``jiyi.team_server``,
+then built in one pass, as a restore would. Then starts the team server (``jiyi.team.server.app``,
 uvicorn on loopback) and runs ``--clients`` concurrent clients (asyncio, one keep-alive connection each), each doing
 searches (the clusters' other occurrences and generated errors as queries) and, one time in
 ``1 / --push-share``, a push of one new record, for ``--duration`` seconds. With ``--think`` each
@@ -50,9 +50,9 @@ from latency import cluster_records
 from scale import _prepared, percentile, varied
 
 from jiyi import transfer
-from jiyi.pg_rows import record_row
-from jiyi.pg_store import PgDatabase, PgStore
 from jiyi.records import Record, Revision
+from jiyi.store.postgres.rows import record_row
+from jiyi.store.postgres.store import PgDatabase, PgStore
 
 console = Console(stderr=True, width=150)
 BATCH = 2000
@@ -313,7 +313,7 @@ def serve(args: argparse.Namespace, db: PgDatabase) -> tuple[subprocess.Popen[by
         port = sock.getsockname()[1]
     env = {**os.environ, "JIYI_TEAM_DSN": db.dsn, "JIYI_TEAM_SCHEMA": db.schema, "JIYI_TEAM_RATE": "0"}
     command = [
-        sys.executable, "-m", "uvicorn", "--factory", "jiyi.team_server:app_from_env", "--host", "127.0.0.1",
+        sys.executable, "-m", "uvicorn", "--factory", "jiyi.team.server.app:app_from_env", "--host", "127.0.0.1",
         "--port", str(port), "--workers", str(args.server_workers), "--log-level", "warning", "--no-access-log",
     ]  # fmt: skip
     server = subprocess.Popen(command, env=env)

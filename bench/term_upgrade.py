@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from jiyi.lexical import VERSION
-from jiyi.reindex import upgrade_terms
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.analysis.lexical import VERSION
+from jiyi.store.reindex import upgrade_terms
+from jiyi.store.sqlite.store import SQLiteStore
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from jiyi.pg_database import PgDatabase
+    from jiyi.store.postgres.database import PgDatabase
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,7 @@ def pg_schema() -> Iterator[tuple[str, str]]:
 def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
     """The team server's database, with the teams alpha and beta (the team tests; the store tests
     of PostgreSQL define a bare ``db`` of their own)."""
-    from jiyi.pg_database import PgDatabase
+    from jiyi.store.postgres.database import PgDatabase
 
     dsn, schema = pg_schema
     with PgDatabase(dsn, schema=schema) as database:
@@ -77,7 +77,7 @@ def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
 @pytest.fixture
 def url(db: PgDatabase) -> Iterator[str]:
     """A team server on ``db`` (no rate limit), served by uvicorn on 127.0.0.1."""
-    from jiyi.team_server import create_app
+    from jiyi.team.server.app import create_app
 
     from .team_helpers import serving
 

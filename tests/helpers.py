@@ -93,12 +93,12 @@ def run_hook(
 
 def settled(jiyi_home: Path, deadline_seconds: float = 30.0) -> None:
     """Wait until the automatic records a hook queued are written: the detached finisher deletes
-    each queued row once its record is in the store (``jiyi.loop_closing``). Polls the store, and
+    each queued row once its record is in the store (``jiyi.capture.finisher``). Polls the store, and
     fails when a row is still there at the deadline or was given up on."""
     import sqlite3
     import time
 
-    from jiyi.loop_closing import MAX_ATTEMPTS
+    from jiyi.capture.finisher import MAX_ATTEMPTS
 
     store = jiyi_home / "jiyi.db"
     deadline = time.monotonic() + deadline_seconds
@@ -125,7 +125,7 @@ def settled(jiyi_home: Path, deadline_seconds: float = 30.0) -> None:
 def anywhere() -> dict[str, bool]:
     """Replay permissions every machine can run with: the network allowed, the file system confined
     where the machine can (as on CI), so a test of another stage runs on any machine."""
-    from jiyi.isolation import filesystem_isolation
+    from jiyi.team.verify.isolation import filesystem_isolation
 
     return {"allow_network": True, "allow_writes": not filesystem_isolation()}
 

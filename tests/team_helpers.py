@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from jiyi.config import Settings
 
 if TYPE_CHECKING:
-    from jiyi.pg_database import PgDatabase
+    from jiyi.store.postgres.database import PgDatabase
 
 
 def free_socket(port: int = 0) -> socket.socket:

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import auto_record, hook_events
+from jiyi.capture import auto_record
+from jiyi.capture import events as hook_events
 from jiyi.records import Fix, Record, Reproduction
-from jiyi.replay import replay
+from jiyi.team.verify.replay import replay
 
 from .helpers import CHECK_PY, MYLIB_ERROR, anywhere, git, git_repo, note, run_hook, settled
 
@@ -118,7 +119,7 @@ def test_a_failure_fixed_by_a_new_command_becomes_one_local_auto_bugfix(
     assert record.tool_name == "bash" and record.session_id == "first"
     assert record.reproduction is None  # zlib-port is no git checkout: nowhere to replay it
     assert record.topic_key is not None and record.topic_key.startswith("auto/") and len(record.topic_key) == 17
-    failure = jiyi.signature.analyze(ERROR).signatures
+    failure = jiyi.analysis.signature.analyze(ERROR).signatures
     assert failure and set(failure) <= set(record.signatures)
     with jiyi.Memory() as memory:
         state = memory.store.session("first")
@@ -334,10 +335,13 @@ def test_writing_the_record_keeps_the_hook_light(tmp_path: Path, jiyi_home: Path
     done = _hook_profiled(tmp_path, jiyi_home, _success(project, "light"))
     imported = {line.split("|")[-1].strip() for line in done.splitlines() if "|" in line}
     assert not {name.split(".")[0] for name in imported} & {"click", "rich", "mcp", "pydantic"}
-    assert not {"jiyi.ranking", "jiyi.formats", "jiyi.session", "jiyi.memory"} & imported
+    assert not {"jiyi.ranking", "jiyi.tools.formats", "jiyi.session", "jiyi.memory"} & imported
     # The record is the detached finisher's work: the hook itself neither builds nor stores it.
-    assert not {"jiyi.auto_record", "jiyi.writing", "jiyi.signature", "jiyi.sqlite_store"} & imported
-    assert "jiyi.loop_closing" in imported
+    assert (
+        not {"jiyi.capture.auto_record", "jiyi.writing", "jiyi.analysis.signature", "jiyi.store.sqlite.store"}
+        & imported
+    )
+    assert "jiyi.capture.finisher" in imported
     settled(jiyi_home)
     assert _only().origin == "local_auto"
 

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from jiyi import demangle
-from jiyi.signature import analyze
+from jiyi.analysis import demangle
+from jiyi.analysis.signature import analyze
 
 needs_runtime = pytest.mark.skipif(demangle._demangler() is None, reason="no C++ runtime library loads here")
 
@@ -100,9 +100,9 @@ def test_other_symbols_do_not_meet() -> None:
 
 def test_a_text_without_a_mangled_name_does_not_import_ctypes() -> None:
     code = (
-        "import sys; from jiyi.signature import analyze; "
+        "import sys; from jiyi.analysis.signature import analyze; "
         'analyze("undefined reference to `deflate\'\\ncollect2: error: ld returned 1 exit status"); '
-        "print('jiyi.demangle' in sys.modules, 'ctypes' in sys.modules)"
+        "print('jiyi.analysis.demangle' in sys.modules, 'ctypes' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]

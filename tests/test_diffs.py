@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from jiyi import diffs
+from jiyi.tools import diffs
 
 GOOD = """diff --git a/Makefile b/Makefile
 index 83db48f..bf269f4 100644

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from jiyi import formats
 from jiyi.ranking import Hit, Signal
 from jiyi.records import Fix, Record, Relation
+from jiyi.tools import formats
 
 SEED_ID = "lr_01a163fbe95e791e8c5c45763b9e6937"
 

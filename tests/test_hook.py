@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import hook, hook_events, hook_quick, tool_results
+from jiyi.capture import events as hook_events
+from jiyi.capture import fast_path as hook_quick
+from jiyi.capture import hook
+from jiyi.capture import results as tool_results
 
 from .helpers import ZLIB, git_repo, run_hook
 
@@ -385,8 +388,8 @@ def test_the_quick_path_records_what_the_store_records(tmp_path: Path, jiyi_home
 
 def test_compiled_patterns_from_the_cache_are_the_patterns(tmp_path: Path) -> None:
     code = (
-        "import sys, re; from jiyi import regex_cache; regex_cache.use(sys.argv[1]);"
-        "from jiyi import signature, signature_rules, redact;"
+        "import sys, re; from jiyi.analysis import regex_cache; regex_cache.use(sys.argv[1]);"
+        "from jiyi.analysis import signature, signature_rules, redact;"
         "a = signature.analyze(sys.argv[2]); regex_cache.save();"
         "print(repr((a.signatures, a.symbols, a.tool, redact.redact(sys.argv[2]),"
         " [(p.pattern, p.flags, p.groupindex) for p in (signature_rules.PREFIXES, signature_rules.LOCATION)])))"

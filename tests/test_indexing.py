@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jiyi
-from jiyi.indexing import lexical_index
+from jiyi.analysis.indexing import lexical_index
 
 from .helpers import note
 from .test_signature import needs_demangler

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jiyi
-from jiyi import lexical
+from jiyi.analysis import lexical
+from jiyi.analysis.lexical import QueryWeights, coverage, idf, index_text, match_expression, terms, unique_terms
 from jiyi.errors import InvalidArgument
-from jiyi.lexical import QueryWeights, coverage, idf, index_text, match_expression, terms, unique_terms
-from jiyi.store import Store
+from jiyi.store.base import Store
 
 from .helpers import ZLIB, note
 
@@ -110,7 +110,7 @@ def test_generic_words_include_error_and_warning_in_the_tested_languages() -> No
 def test_every_term_is_one_fts5_token_as_written(tmp_path: Path) -> None:
     """The store's FTS5 tokenizer (unicode61) must keep each term whole and unchanged, or its
     vocabulary counts (IDF) and the terms read back from the stored text would disagree."""
-    from jiyi.sqlite_store import SQLiteStore
+    from jiyi.store.sqlite.store import SQLiteStore
 
     texts = [*(what for what, _ in REAL_ERRORS.values()), *(q for _, q in REAL_ERRORS.values())]
     texts += [
@@ -264,14 +264,14 @@ def test_generic_words_alone_are_no_evidence() -> None:
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[jiyi.Memory]:
     store: Store
     if request.param == "sqlite":
-        from jiyi.sqlite_store import SQLiteStore
+        from jiyi.store.sqlite.store import SQLiteStore
 
         store = SQLiteStore(tmp_path / "jiyi.db")
         with jiyi.Memory(store=store) as m:
             yield m
         return
     dsn, schema = request.getfixturevalue("pg_schema")
-    from jiyi.pg_store import PgDatabase, PgStore
+    from jiyi.store.postgres.store import PgDatabase, PgStore
 
     db = PgDatabase(dsn, schema=schema, max_size=2)
     try:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import tool_results
+from jiyi.capture import results as tool_results
 
 from .helpers import ZLIB, note, run_hook, settled
 

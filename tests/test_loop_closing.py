@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import hook, hook_events, hook_quick, loop_closing
+from jiyi.capture import events as hook_events
+from jiyi.capture import fast_path as hook_quick
+from jiyi.capture import finisher as loop_closing
+from jiyi.capture import hook
 from jiyi.records import Record
 
 from .helpers import hook_env, run_hook, settled

@@ -21,7 +21,7 @@ from mcp_types import CallToolResult, TextContent
 
 import jiyi
 from jiyi.config import Settings
-from jiyi.mcp_server import JiyiServer, build
+from jiyi.mcp_server.server import JiyiServer, build
 
 from .helpers import SIGNALS, YAML, ZLIB, note
 

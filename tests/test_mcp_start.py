@@ -31,14 +31,20 @@ def python(code: str) -> str:
 
 
 def test_the_server_loads_without_the_sdks_client_and_high_level_server() -> None:
-    out = python("from jiyi import mcp_start; mcp_start._import_server()\nimport jiyi.mcp_server\n" + LOADED)
+    out = python(
+        "from jiyi.mcp_server import start as mcp_start; mcp_start._import_server()\nimport jiyi.mcp_server.server\n"
+        + LOADED
+    )
     assert out == "[]"
     # The ordinary import, for comparison: what the start leaves out is really there to leave.
-    assert python("import jiyi.mcp_server\n" + LOADED) == "['httpx2', 'mcp.client', 'mcp.server.mcpserver']"
+    assert python("import jiyi.mcp_server.server\n" + LOADED) == "['httpx2', 'mcp.client', 'mcp.server.mcpserver']"
 
 
 def test_the_cli_entry_goes_to_the_server_without_the_other_commands() -> None:
-    code = "import sys\nfrom jiyi import mcp_start\nmcp_start.serve = lambda: None\nsys.argv = ['jiyi', 'mcp']\n"
+    code = (
+        "import sys\nfrom jiyi.mcp_server import start as mcp_start\n"
+        "mcp_start.serve = lambda: None\nsys.argv = ['jiyi', 'mcp']\n"
+    )
     out = python(code + "from jiyi.cli import main\nmain()\n" + LOADED.replace("'rich'", "'rich', 'click'"))
     assert out == "[]"
 
@@ -46,7 +52,7 @@ def test_the_cli_entry_goes_to_the_server_without_the_other_commands() -> None:
 def test_an_sdk_that_needs_its_re_exports_is_imported_whole() -> None:
     out = python(
         REFUSING
-        + "from jiyi import mcp_start; mcp_start._import_server()\n"
-        + "import mcp, jiyi.mcp_server\nprint(hasattr(mcp, 'Client'), jiyi.mcp_server.JiyiServer.__mro__[1].__name__)"
+        + "from jiyi.mcp_server import start as mcp_start; mcp_start._import_server()\n"
+        + "import mcp, jiyi.mcp_server.server as s\nprint(hasattr(mcp, 'Client'), s.JiyiServer.__mro__[1].__name__)"
     )
     assert out == "True Server"

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from jiyi import pg_database
 from jiyi.errors import Unavailable
-from jiyi.pg_database import PgDatabase
+from jiyi.store.postgres import database as pg_database
+from jiyi.store.postgres.database import PgDatabase
 
 
 def _drop_the_connection(db: PgDatabase) -> None:

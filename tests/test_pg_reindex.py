@@ -20,14 +20,16 @@ psycopg = pytest.importorskip("psycopg")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from jiyi import indexing, lexical, pg_lexical, reindex  # noqa: E402
+from jiyi.analysis import indexing, lexical  # noqa: E402
+from jiyi.analysis.indexing import derive  # noqa: E402
 from jiyi.cli import main  # noqa: E402
 from jiyi.errors import Unavailable  # noqa: E402
-from jiyi.indexing import derive  # noqa: E402
-from jiyi.pg_search import tsvector_text  # noqa: E402
-from jiyi.pg_store import PgDatabase, PgStore  # noqa: E402
 from jiyi.records import Record, now  # noqa: E402
-from jiyi.sqlite_store import SQLiteStore  # noqa: E402
+from jiyi.store import reindex  # noqa: E402
+from jiyi.store.postgres import lexical as pg_lexical  # noqa: E402
+from jiyi.store.postgres.search import tsvector_text  # noqa: E402
+from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
+from jiyi.store.sqlite.store import SQLiteStore  # noqa: E402
 
 from .test_pg_store import line  # noqa: E402
 from .test_reindex import RUSSIAN, RUSSIAN_QUERY, _version_1_terms  # noqa: E402
@@ -256,7 +258,7 @@ def test_the_admin_command_finishes_every_team(pg_schema: tuple[str, str], db: P
 def test_a_server_worker_re_derives_at_start_and_then_serves(
     pg_schema: tuple[str, str], db: PgDatabase, monkeypatch: pytest.MonkeyPatch, replica: bool
 ) -> None:
-    from jiyi import team_server
+    from jiyi.team.server import app as team_server
 
     dsn, schema = pg_schema
     store, russian, _ = _team(db, "a", 2)

@@ -17,14 +17,14 @@ pytestmark = pytest.mark.postgres
 
 psycopg = pytest.importorskip("psycopg")
 
-from jiyi import pg_migrations  # noqa: E402
+from jiyi.analysis.indexing import derive  # noqa: E402
 from jiyi.errors import InvalidArgument, NotFound, Unavailable  # noqa: E402
-from jiyi.indexing import derive  # noqa: E402
-from jiyi.pg_rows import PUT_SQL, record_row  # noqa: E402
-from jiyi.pg_store import PgDatabase, PgStore  # noqa: E402
 from jiyi.records import Fix, Record, Reproduction  # noqa: E402
-from jiyi.sqlite_store import SQLiteStore  # noqa: E402
-from jiyi.store import TermStats  # noqa: E402
+from jiyi.store.base import TermStats  # noqa: E402
+from jiyi.store.postgres import migrations as pg_migrations  # noqa: E402
+from jiyi.store.postgres.rows import PUT_SQL, record_row  # noqa: E402
+from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
+from jiyi.store.sqlite.store import SQLiteStore  # noqa: E402
 from jiyi.transfer import record_to_json  # noqa: E402
 
 from .test_store_contract import first, made  # noqa: E402
@@ -356,7 +356,7 @@ def test_term_counts_stay_exact_while_a_fold_waits(db: PgDatabase) -> None:
 
 
 def test_the_folder_vacuums_the_term_queue(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jiyi import pg_search
+    from jiyi.store.postgres import search as pg_search
 
     def vacuums() -> int:
         found = rows(db, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'term_changes'::regclass")
@@ -434,7 +434,7 @@ def test_hostile_searches_are_plain_text(db: PgDatabase, client: SQLiteStore, qu
 
 
 def test_a_common_term_is_ranked_among_a_bounded_sample(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jiyi import pg_search
+    from jiyi.store.postgres import search as pg_search
 
     store = PgStore(db, db.create_team("t"))
     records = [made(f"deflate {i}") for i in range(3)]

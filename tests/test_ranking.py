@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from jiyi import formats
-from jiyi.indexing import derive
-from jiyi.lexical import QueryWeights
+from jiyi.analysis.indexing import derive
+from jiyi.analysis.lexical import QueryWeights
+from jiyi.analysis.signature import analyze
 from jiyi.ranking import LEXICAL_FLOOR, WEIGHTS, Hit, Prepared, Query, rank, score
 from jiyi.records import Record, Relation, Revision, new_hex, snapshot
-from jiyi.signature import analyze
-from jiyi.store import Store
+from jiyi.store.base import Store
+from jiyi.tools import formats
 
 from .helpers import SIGNALS
 from .test_signature import TORCH_EXTENSION, needs_demangler
@@ -175,14 +175,14 @@ def test_evidence_grows_with_sources_and_used_success() -> None:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
-        from jiyi.sqlite_store import SQLiteStore
+        from jiyi.store.sqlite.store import SQLiteStore
 
         lite = SQLiteStore(tmp_path / "jiyi.db")
         yield lite
         lite.close()
         return
     dsn, schema = request.getfixturevalue("pg_schema")
-    from jiyi.pg_store import PgDatabase, PgStore
+    from jiyi.store.postgres.store import PgDatabase, PgStore
 
     db = PgDatabase(dsn, schema=schema, max_size=2)
     try:

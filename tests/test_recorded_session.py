@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp_types import TextContent
 
 import jiyi
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.store.sqlite.store import SQLiteStore
 
 from .helpers import run_hook, settled
 

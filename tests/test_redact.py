@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jiyi.redact import find_secrets, redact
+from jiyi.analysis.redact import find_secrets, redact
 
 # `⟦kind:secret⟧` in tests/data/secrets.txt marks a secret and the kind it must be redacted as.
 _MARK = re.compile(r"⟦([a-z0-9-]+):(.*?)⟧", re.DOTALL)

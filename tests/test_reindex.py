@@ -12,11 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 import jiyi
-from jiyi import indexing, lexical, sqlite_store
+from jiyi.analysis import indexing, lexical
+from jiyi.analysis.signature import analyze
 from jiyi.cli import main
-from jiyi.reindex import reindex, upgrade_terms
-from jiyi.signature import analyze
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.store.reindex import reindex, upgrade_terms
+from jiyi.store.sqlite import store as sqlite_store
+from jiyi.store.sqlite.store import SQLiteStore
 
 from .helpers import ZLIB, note
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import replay as replay_module
 from jiyi import transfer
+from jiyi.analysis.signature import analyze
 from jiyi.records import Fix, Record, Reproduction, new_hex
-from jiyi.replay import network_isolation, replay
-from jiyi.signature import analyze
+from jiyi.team.verify import replay as replay_module
+from jiyi.team.verify.replay import network_isolation, replay
 
 from .helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, anywhere, git_repo
 
@@ -354,12 +354,12 @@ def test_a_pushed_note_is_replayed_by_team_verify_and_pulled_as_team_verified(
 ) -> None:
     from click.testing import CliRunner
 
-    from jiyi import outbox, sync
     from jiyi.cli import main
-    from jiyi.pg_database import PgDatabase
-    from jiyi.sqlite_store import SQLiteStore
-    from jiyi.team_client import TeamClient
-    from jiyi.team_server import create_app
+    from jiyi.store.postgres.database import PgDatabase
+    from jiyi.store.sqlite.store import SQLiteStore
+    from jiyi.team.client import outbox, sync
+    from jiyi.team.client.http import TeamClient
+    from jiyi.team.server.app import create_app
 
     dsn, schema = pg_schema
     db = PgDatabase(dsn, schema=schema)

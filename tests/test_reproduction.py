@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 import jiyi
-from jiyi import formats, transfer
-from jiyi.indexing import derive
+from jiyi import transfer
+from jiyi.analysis.indexing import derive
 from jiyi.project import checkout_point, head_commit
 from jiyi.records import Fix, Record, Reproduction, Verification, checked_by
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.store.sqlite.store import SQLiteStore
+from jiyi.tools import formats
 
 from .helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, git, git_repo
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi.redact import redact
+from jiyi.analysis.redact import redact
 
 from .helpers import hook_env, run_hook, settled
 

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import hook, hook_events, session_link
-from jiyi.mcp_server import build
+from jiyi import session_link
+from jiyi.capture import events as hook_events
+from jiyi.capture import hook
+from jiyi.mcp_server.server import build
 
 from .helpers import ZLIB, run_hook
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jiyi import demangle
-from jiyi.signature import ALGORITHM, Analysis, analyze, key_line, search_words
+from jiyi.analysis import demangle
+from jiyi.analysis.signature import ALGORITHM, Analysis, analyze, key_line, search_words
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "data" / "clusters.jsonl"
 needs_demangler = pytest.mark.skipif(demangle._demangler() is None, reason="no C++ runtime library loads here")

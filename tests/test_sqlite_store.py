@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 import jiyi
-from jiyi import migrations, sqlite_store
+from jiyi.analysis.indexing import derive
 from jiyi.config import Settings
 from jiyi.errors import Unavailable
-from jiyi.indexing import derive
 from jiyi.records import Record, Revision, new_hex, now, snapshot
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.store.sqlite import migrations
+from jiyi.store.sqlite import store as sqlite_store
+from jiyi.store.sqlite.store import SQLiteStore
 
 from .helpers import ZLIB, note
 
@@ -173,7 +174,7 @@ def test_store_that_cannot_be_opened_is_unavailable(tmp_path: Path) -> None:
 
 
 def test_write_many_writes_a_batch_in_one_transaction(jiyi_home: Path) -> None:
-    from jiyi.store import TermStats
+    from jiyi.store.base import TermStats
 
     def made(i: int) -> Record:
         stamp = now()

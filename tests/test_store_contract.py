@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 import jiyi
-from jiyi import sqlite_store
+from jiyi.analysis.indexing import derive
 from jiyi.errors import Unavailable
-from jiyi.indexing import derive
 from jiyi.ranking import Query, rank
 from jiyi.records import Fix, Record, Relation, Reproduction, Revision, Verification, new_hex, now, snapshot
-from jiyi.store import Store, TermStats
+from jiyi.store.base import Store, TermStats
+from jiyi.store.sqlite import store as sqlite_store
 
 from .helpers import ZLIB, note
 
@@ -32,7 +32,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         lite.close()
         return
     dsn, schema = request.getfixturevalue("pg_schema")
-    from jiyi.pg_store import PgDatabase, PgStore
+    from jiyi.store.postgres.store import PgDatabase, PgStore
 
     db = PgDatabase(dsn, schema=schema, max_size=4)
     try:
@@ -50,7 +50,7 @@ def made(title: str = "Link zlib with -lz", **changes: Any) -> Record:
     )  # fmt: skip
     record = replace(base, **changes)
     if "signatures" not in changes and "symbols" not in changes:
-        from jiyi.signature import analyze
+        from jiyi.analysis.signature import analyze
 
         found = analyze(record.what)
         record = replace(record, signatures=found.signatures, symbols=found.symbols)
@@ -226,8 +226,8 @@ def test_signature_and_symbol_look_ups(store: Store, monkeypatch: pytest.MonkeyP
     # Keys on more records than the bound: left out next to rarer ones; a lone common signature
     # still counts (the same error again), a lone common symbol does not.
     monkeypatch.setattr(sqlite_store, "_COMMON_KEY_RECORDS", 1)
-    if "pg_store" in type(store).__module__:
-        from jiyi import pg_search
+    if "postgres" in type(store).__module__:
+        from jiyi.store.postgres import search as pg_search
 
         monkeypatch.setattr(pg_search, "_COMMON_KEY_RECORDS", 1)
     assert store.by_signature(["s1", "s2"], 5) == [both.hex]

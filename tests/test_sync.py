@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from jiyi import config, outbox, sync, transfer
+from jiyi import config, transfer
 from jiyi.cli import main
 from jiyi.config import Settings
 from jiyi.errors import InvalidArgument, Unavailable
 from jiyi.memory import Memory
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.store.sqlite.store import SQLiteStore
+from jiyi.team.client import outbox, sync
 
 from .helpers import YAML, ZLIB, note
 from .team_helpers import dead_url, machine, serving
@@ -85,7 +86,7 @@ def test_nothing_queues_until_syncing_is_on_then_every_write_path_queues_one_row
 
 def test_a_server_that_does_not_answer_keeps_everything_queued_and_backs_off(tmp_path: Path) -> None:
     settings = machine(tmp_path, "a", dead_url(), "jiyi_token")
-    from jiyi.team_client import TeamClient
+    from jiyi.team.client.http import TeamClient
 
     with Memory(settings=settings) as memory:
         memory.session(project="zlib-port").note(**YAML)
@@ -150,8 +151,8 @@ pg = pytest.mark.postgres
 def team(pg_schema: tuple[str, str]) -> Iterator[tuple[Any, str]]:
     """(database, server URL) of a team server with one team, ``alpha``."""
     pytest.importorskip("psycopg")
-    from jiyi.pg_database import PgDatabase
-    from jiyi.team_server import create_app
+    from jiyi.store.postgres.database import PgDatabase
+    from jiyi.team.server.app import create_app
 
     dsn, schema = pg_schema
     with PgDatabase(dsn, schema=schema) as db:
@@ -180,7 +181,7 @@ class Crashing:
 
 @pg
 def test_a_push_retried_after_a_lost_answer_stores_nothing_twice(team: tuple[Any, str], tmp_path: Path) -> None:
-    from jiyi.team_client import TeamClient
+    from jiyi.team.client.http import TeamClient
 
     db, url = team
     settings = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
@@ -202,7 +203,7 @@ def test_a_push_retried_after_a_lost_answer_stores_nothing_twice(team: tuple[Any
 
 @pg
 def test_a_record_that_changes_while_its_push_is_on_the_way_stays_queued(team: tuple[Any, str], tmp_path: Path) -> None:
-    from jiyi.team_client import TeamClient
+    from jiyi.team.client.http import TeamClient
 
     db, url = team
     settings = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
@@ -227,7 +228,7 @@ def test_a_record_that_changes_while_its_push_is_on_the_way_stays_queued(team: t
 def test_team_push_global_keeps_project_notes_home_and_none_sends_nothing(
     team: tuple[Any, str], tmp_path: Path
 ) -> None:
-    from jiyi.team_client import TeamClient
+    from jiyi.team.client.http import TeamClient
 
     db, url = team
     token = db.create_token("alpha", "alice")
@@ -251,7 +252,7 @@ def test_team_push_global_keeps_project_notes_home_and_none_sends_nothing(
 def test_a_pull_keeps_this_machines_own_counting_and_a_push_sends_it_absolute(
     team: tuple[Any, str], tmp_path: Path
 ) -> None:
-    from jiyi.team_client import TeamClient
+    from jiyi.team.client.http import TeamClient
 
     db, url = team
     a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))

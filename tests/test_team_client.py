@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from jiyi.errors import Unavailable
-from jiyi.team_client import TeamClient
+from jiyi.team.client.http import TeamClient
 
 from .team_helpers import free_socket
 

@@ -9,16 +9,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from jiyi import outbox, sync, team_forget
 from jiyi.errors import Unavailable
 from jiyi.memory import Memory
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.store.sqlite.store import SQLiteStore
+from jiyi.team.client import forget as team_forget
+from jiyi.team.client import outbox, sync
 
 from .helpers import YAML, note
 from .team_helpers import dead_url, machine, serving
 
 if TYPE_CHECKING:
-    from jiyi.pg_database import PgDatabase
+    from jiyi.store.postgres.database import PgDatabase
 
 
 def forgets(store: SQLiteStore) -> list[tuple[str, int]]:
@@ -43,7 +44,7 @@ def test_forgets_and_purges_of_this_machines_records_queue_once_syncing_is_on(tm
         assert forgets(store) == sorted([(soft.hex, 0), (hard.hex, 1)])
         assert team_forget.pending(store) == 2
         # Without a server they stay queued, and the sync says so.
-        from jiyi.team_client import TeamClient
+        from jiyi.team.client.http import TeamClient
 
         with pytest.raises(Unavailable), TeamClient(dead_url(), "jiyi_x") as client:
             outbox.push(store, client)
@@ -55,9 +56,9 @@ def test_a_server_from_before_forget_keeps_the_forgets_queued_and_the_rest_synci
     pg_schema: tuple[str, str], tmp_path: Path
 ) -> None:
     pytest.importorskip("psycopg")
-    from jiyi.pg_database import PgDatabase
-    from jiyi.team_client import TeamClient
-    from jiyi.team_server import create_app
+    from jiyi.store.postgres.database import PgDatabase
+    from jiyi.team.client.http import TeamClient
+    from jiyi.team.server.app import create_app
 
     dsn, schema = pg_schema
     with PgDatabase(dsn, schema=schema) as db:
@@ -91,7 +92,7 @@ def test_a_forget_the_server_refuses_is_not_sent_again_and_status_names_it_until
     from click.testing import CliRunner
 
     from jiyi.cli import main
-    from jiyi.team_client import TeamClient
+    from jiyi.team.client.http import TeamClient
     from jiyi.transfer import record_to_json
 
     monkeypatch.setenv("JIYI_TEAM_URL", url)

@@ -14,9 +14,9 @@ pytest.importorskip("starlette", reason="the team extra is not installed (pip in
 
 from starlette.requests import Request
 
-from jiyi import team_limits
 from jiyi.errors import InvalidArgument, Unauthorized
-from jiyi.team_limits import Buckets, Limited, TooLarge, authenticate, bearer_token, read_body
+from jiyi.team.server import limits as team_limits
+from jiyi.team.server.limits import Buckets, Limited, TooLarge, authenticate, bearer_token, read_body
 
 
 def request(headers: dict[str, str], *chunks: bytes) -> tuple[Request, list[bytes]]:

@@ -24,9 +24,9 @@ pytest.importorskip("psycopg", reason="the team extra is not installed (pip inst
 
 import psycopg  # noqa: E402
 
-from jiyi.pg_database import PgDatabase  # noqa: E402
-from jiyi.pg_store import PgStore  # noqa: E402
-from jiyi.team_server import READ_ROUTES, create_app  # noqa: E402
+from jiyi.store.postgres.database import PgDatabase  # noqa: E402
+from jiyi.store.postgres.store import PgStore  # noqa: E402
+from jiyi.team.server.app import READ_ROUTES, create_app  # noqa: E402
 
 REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
 FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问"}
@@ -254,7 +254,7 @@ def test_serve_keeps_idle_connections_open_longer_than_the_client_and_proxies_do
     from click.testing import CliRunner
 
     from jiyi.cli import main
-    from jiyi.team_client import KEEPALIVE_EXPIRY
+    from jiyi.team.client.http import KEEPALIVE_EXPIRY
 
     dsn, schema = pg_schema
     ran: list[dict[str, Any]] = []
@@ -354,7 +354,7 @@ def test_with_a_read_replica_reads_come_from_it_and_writes_and_tokens_stay_on_th
 def test_a_worker_opens_the_read_replica_of_jiyi_team_read_dsn_read_only_and_reads_there(
     db: PgDatabase, pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jiyi.team_server import app_from_env
+    from jiyi.team.server.app import app_from_env
 
     dsn, schema = pg_schema
     monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
@@ -385,9 +385,9 @@ def test_jiyi_team_serve_waits_for_the_read_replica_to_catch_up_before_it_starts
     import uvicorn
     from click.testing import CliRunner
 
-    from jiyi import pg_migrations
     from jiyi.cli import main
     from jiyi.cli import team as team_cli
+    from jiyi.store.postgres import migrations as pg_migrations
 
     from .team_helpers import dead_url
 

@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from jiyi import outbox, sync, transfer
+from jiyi import transfer
 from jiyi.config import Settings
 from jiyi.errors import Unavailable
 from jiyi.memory import Memory
 from jiyi.records import Fix
-from jiyi.replay import replay
-from jiyi.sqlite_store import SQLiteStore
+from jiyi.store.sqlite.store import SQLiteStore
+from jiyi.team.client import outbox, sync
+from jiyi.team.verify.replay import replay
 
 from .helpers import CHECK_PY, MYLIB_ERROR, YAML, ZLIB, anywhere, git_repo, hook_env, note, run_hook
 from .team_helpers import dead_url, free_socket, machine, server_count, serving
@@ -28,9 +29,9 @@ from .team_helpers import dead_url, free_socket, machine, server_count, serving
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
 
-from jiyi.pg_database import PgDatabase  # noqa: E402
-from jiyi.team_client import TeamClient  # noqa: E402
-from jiyi.team_server import create_app  # noqa: E402
+from jiyi.store.postgres.database import PgDatabase  # noqa: E402
+from jiyi.team.client.http import TeamClient  # noqa: E402
+from jiyi.team.server.app import create_app  # noqa: E402
 
 YAML_ERROR = "ModuleNotFoundError: No module named 'yaml'"
 
@@ -261,7 +262,7 @@ def test_another_team_sees_nothing_and_cannot_take_a_record_over(db: PgDatabase,
 def test_the_mcp_server_pulls_at_start_and_pushes_after_a_note_without_waiting(
     db: PgDatabase, url: str, tmp_path: Path
 ) -> None:
-    from jiyi.mcp_server import build
+    from jiyi.mcp_server.server import build
 
     a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
     b = machine(tmp_path, "b", url, db.create_token("alpha", "bob"))
@@ -295,7 +296,8 @@ def test_the_hook_starts_a_detached_sync_at_the_end_of_a_turn(
     eventually(lambda: server_count(db) == 1)
     # And the hook itself never loads the HTTP client.
     probe = (
-        f"import sys, jiyi.hook as h\nh.report(h.parse('claude-code', {payload!r}))\nprint('httpx' in sys.modules)\n"
+        "import sys, jiyi.capture.hook as h\n"
+        f"h.report(h.parse('claude-code', {payload!r}))\nprint('httpx' in sys.modules)\n"
     )
     env = hook_env(tmp_path, jiyi_home, **team)
     seen = subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, timeout=60)

@@ -14,7 +14,7 @@ from . import config, project
 from .config import Settings
 from .project import Project
 from .session import Session
-from .store import Store
+from .store.base import Store
 
 
 class Memory:
@@ -39,7 +39,7 @@ class Memory:
     def store(self) -> Store:
         with self._lock:
             if self._store is None:
-                from .sqlite_store import SQLiteStore
+                from .store.sqlite.store import SQLiteStore
 
                 self._store = SQLiteStore(self.settings.store_path, busy_timeout_ms=self.settings.busy_timeout_ms)
             return self._store

@@ -84,8 +84,8 @@ def reproduction_at(command: str | None, point: str | None) -> Reproduction | No
         return None
     import json
 
+    from .analysis.redact import redact
     from .records import Reproduction
-    from .redact import redact
 
     try:
         where = json.loads(point)

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from . import lexical
+from .analysis import lexical
+from .analysis.signature import Analysis, analyze, search_words
 from .records import Record, parse_time
-from .signature import Analysis, analyze, search_words
-from .store import Store
+from .store.base import Store
 
 WEIGHTS = {
     "error_signature": 0.30,

@@ -9,21 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from . import formats, validation
+from .analysis.redact import redact
+from .analysis.signature import analyze
+from .capture.results import clean_command
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
 from .project import Project, checkout_point, reproduction_at
 from .ranking import Hit, Query, rank
 from .records import NoteInput, Record, Reproduction, checked_by, new_hex, now
-from .redact import redact
 from .session_link import OWN_PREFIX, live_session, own_id
-from .signature import analyze
-from .tool_results import clean_command
+from .tools import formats, validation
 from .writing import as_revision, save
 
 if TYPE_CHECKING:
     from .config import Settings
     from .memory import Memory
-    from .store import SessionState, Store
+    from .store.base import SessionState, Store
 
 TOOLS = ("memory_search", "memory_read", "memory_note")
 
@@ -182,7 +182,7 @@ class Session:
         and an evident fix — ``command`` differs from the one that failed, or files were
         ``edited`` in between — an automatic record is written); any other success is recorded as
         the session's activity and leaves the last failure in place."""
-        from .tool_results import record_tool_result
+        from .capture.results import record_tool_result
 
         record_tool_result(
             self._store(),

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .store.base import Store
 
 OWN_PREFIX = "jiyi-"
 LIVE_MINUTES = 10

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from typing import Any, TextIO
 
+from .analysis.indexing import derive
 from .errors import InvalidArgument
-from .indexing import derive
 from .records import Fix, Record, Reproduction, Revision, Verification
-from .store import Store
+from .store.base import Store
 
 FORMAT = 1
 _FIELDS = (

@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from .indexing import derive
+from .analysis.indexing import derive
 from .records import Record, Revision, snapshot
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .store.base import Store
 
 
 def as_revision(store: Store, record: Record, existing: Record | None, session_id: str) -> Record:

@@ -5,7 +5,7 @@ forget); ``data`` export/import, stats and doctor; ``serve`` the MCP server; ``c
 and the run wrapper; ``team`` the team server and this machine's sync with it.
 
 ``main`` is the console entry. ``jiyi hook <agent>`` runs on every tool call of an agent, so it goes
-to ``jiyi.hook`` before click (or anything else the other commands need) is imported; everything
+to ``jiyi.capture.hook`` before click (or anything else the other commands need) is imported; everything
 else — including ``jiyi hook --help`` — is the click group, which ``main`` stands for wherever a
 click command is expected (``CliRunner().invoke(main, …)``).
 """
@@ -31,7 +31,7 @@ def group() -> click.Group:
     import click
 
     from .. import __version__
-    from . import capture, data, records, serve, team
+    from . import capture, data, mcp, records, team
 
     @click.group("jiyi", context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, prog_name="jiyi")
@@ -42,7 +42,7 @@ def group() -> click.Group:
         config.toml in the user config folder, .jiyi.toml in the project, and JIYI_* variables.
         """
 
-    for module in (records, data, serve, capture, team):
+    for module in (records, data, mcp, capture, team):
         for command in module.COMMANDS:
             jiyi.add_command(command)
     return jiyi
@@ -55,13 +55,13 @@ class _Entry:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         argv = sys.argv[1:]
         if not args and not kwargs and argv[:1] == ["hook"] and not _HELP & set(argv[1:]):
-            from ..hook import main as hook_main
+            from ..capture.hook import main as hook_main
 
             sys.exit(hook_main(argv[1:]))
         if not args and not kwargs and argv == ["mcp"]:
             # An agent spawns the server and waits for it (SPEC §8: tools/list within 1 s): the
             # other commands' modules (rich, the team client) are not loaded for it.
-            from ..mcp_start import serve
+            from ..mcp_server.start import serve
 
             return serve()
         return group()(*args, **kwargs)

@@ -1,6 +1,6 @@
 """Capture commands: ``jiyi hook <agent>`` (an agent's hook event on stdin) and ``jiyi run -- <command>``.
 
-The console entry (``jiyi.cli.main``) sends ``jiyi hook <agent>`` straight to ``jiyi.hook`` before
+The console entry (``jiyi.cli.main``) sends ``jiyi hook <agent>`` straight to ``jiyi.capture.hook`` before
 click is imported, so the command defined here serves ``jiyi hook --help`` and click's own callers.
 """
 
@@ -16,8 +16,8 @@ from typing import IO
 
 import click
 
-from ..hook_events import AGENTS
-from ..tool_results import MAX_ERROR
+from ..capture.events import AGENTS
+from ..capture.results import MAX_ERROR
 
 
 @click.command("hook")
@@ -30,7 +30,7 @@ def hook_command(agent: str) -> None:
     agent: problems go to stderr and the exit status is 0. For Claude Code, register it for
     SessionStart, PostToolUse, PostToolUseFailure, Stop and SessionEnd.
     """
-    from ..hook import main as hook_main
+    from ..capture.hook import main as hook_main
 
     sys.exit(hook_main([agent]))
 

@@ -44,7 +44,7 @@ def emit_json(data: Any) -> None:
 
 
 def record_json(record: Record) -> dict[str, Any]:
-    from ..formats import day
+    from ..tools.formats import day
 
     return {
         "id": record.id,

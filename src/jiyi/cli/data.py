@@ -11,7 +11,7 @@ from .. import transfer
 from ..config import user_config_path
 from ..errors import JiyiError
 from ..memory import Memory
-from ..sqlite_store import SQLiteStore
+from ..store.sqlite.store import SQLiteStore
 from .common import emit_json, json_option, opened, progress
 
 
@@ -62,7 +62,7 @@ def stats_command(as_json: bool) -> None:
 
 
 def _terms_version() -> int:
-    from ..lexical import VERSION
+    from ..analysis.lexical import VERSION
 
     return VERSION
 
@@ -136,7 +136,7 @@ def doctor_command(as_json: bool) -> None:
 @click.option("--terms", "terms_only", is_flag=True, help="Only bring the search terms up to date (fast).")
 def reindex_command(terms_only: bool) -> None:
     """Re-sign every record with the current error-signature algorithm and rebuild its search terms."""
-    from ..reindex import reindex, upgrade_terms
+    from ..store.reindex import reindex, upgrade_terms
 
     with opened() as memory:
         store = memory.store

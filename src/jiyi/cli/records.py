@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from .. import formats
 from ..errors import InvalidArgument, JiyiError, NotFound
-from ..validation import ref as parse_ref
+from ..tools import formats
+from ..tools.validation import ref as parse_ref
 from .common import emit_json, hit_json, json_option, opened, project_option, record_json, session
 
 
@@ -200,7 +200,7 @@ def _tell_the_team(memory: Any, record: Any, purge: bool) -> None:
     """With a team: take one of this machine's records out of the team at once (the forget was
     queued with it, so a server that does not answer now hears of it on the next sync). A team
     record forgotten here stays a choice of this machine: its author takes it out of the team."""
-    from ..sqlite_store import SQLiteStore
+    from ..store.sqlite.store import SQLiteStore
 
     store = memory.store
     if not memory.settings.team or not isinstance(store, SQLiteStore):
@@ -213,11 +213,11 @@ def _tell_the_team(memory: Any, record: Any, purge: bool) -> None:
     if queued is None:  # never synced: the team has nothing of it
         return
     try:
-        from .. import team_forget
-        from ..team_client import TeamClient
+        from ..team.client import forget
+        from ..team.client.http import TeamClient
 
         with TeamClient.from_settings(memory.settings) as client:
-            sent = team_forget.send(store, client)
+            sent = forget.send(store, client)
     except (ImportError, JiyiError) as exc:
         reason = exc.code if isinstance(exc, JiyiError) else "the team extra is not installed"
         click.echo(f"the team server is told on the next sync ({reason})")

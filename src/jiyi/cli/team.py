@@ -109,7 +109,7 @@ def serve_command(
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
     uvicorn.run(
-        "jiyi.team_server:app_from_env",
+        "jiyi.team.server.app:app_from_env",
         factory=True,
         host=host,
         port=port,
@@ -128,7 +128,7 @@ def _wait_for_replica(read_dsn: str, schema: str) -> None:
     exit 1 saying why when it cannot be used."""
     import time
 
-    from ..pg_database import NotCaughtUp, PgDatabase
+    from ..store.postgres.database import NotCaughtUp, PgDatabase
 
     deadline = time.monotonic() + REPLICA_WAIT_S
     said = False
@@ -185,9 +185,9 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
     if push_only and pull_only:
         raise click.UsageError("--push-only and --pull-only exclude each other")
     need("httpx")
-    from .. import outbox, sync
-    from ..sqlite_store import SQLiteStore
-    from ..team_client import TeamClient
+    from ..store.sqlite.store import SQLiteStore
+    from ..team.client import outbox, sync
+    from ..team.client.http import TeamClient
 
     settings = _settings()
     if not settings.team:
@@ -252,8 +252,8 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
 @json_option
 def status_command(as_json: bool) -> None:
     """This machine's side of team memory: queued records, last push and pull, cursor, last error."""
-    from .. import outbox, team_forget
-    from ..sqlite_store import SQLiteStore
+    from ..store.sqlite.store import SQLiteStore
+    from ..team.client import forget, outbox
 
     settings = _settings()
     try:
@@ -264,7 +264,7 @@ def status_command(as_json: bool) -> None:
         if settings.team:
             outbox.enable(store)  # what was noted before the first sync counts as pending
         state = outbox.status(store, settings.team_push)
-        refused = team_forget.refused(store)
+        refused = forget.refused(store)
     except JiyiError as exc:
         fail(exc)
     finally:

@@ -87,7 +87,7 @@ def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str,
     the database, for the operator: e.g. a leaked secret another member pushed. Other machines drop
     their copies on their next sync; rotate a leaked secret anyway.
     """
-    from ..pg_store import PgStore
+    from ..store.postgres.store import PgStore
 
     wanted = [ref.removeprefix("rr_").removeprefix("lr_").lower() for ref in ids]
     bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not is_hex(hexid)]
@@ -116,8 +116,8 @@ def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str,
 @json_option
 def list_command(dsn: str, schema: str, as_json: bool) -> None:
     """The teams, their members and how many live tokens each has."""
-    from ..lexical import VERSION
-    from ..pg_store import PgStore
+    from ..analysis.lexical import VERSION
+    from ..store.postgres.store import PgStore
 
     with database(dsn, schema) as db:
         teams = db.list_teams()
@@ -172,9 +172,9 @@ def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, a
     """
     if not terms_only:
         raise click.UsageError("give --terms: on the server only the search terms are re-derived")
-    from ..lexical import VERSION
-    from ..pg_lexical import old_teams, upgrade_team
-    from ..pg_store import PgStore
+    from ..analysis.lexical import VERSION
+    from ..store.postgres.lexical import old_teams, upgrade_team
+    from ..store.postgres.store import PgStore
 
     report: list[dict[str, Any]] = []
     with database(dsn, schema) as db:

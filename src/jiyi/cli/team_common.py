@@ -14,7 +14,7 @@ import click
 from ..errors import JiyiError
 
 if TYPE_CHECKING:
-    from ..pg_database import PgDatabase
+    from ..store.postgres.database import PgDatabase
 
 EXTRA = "team memory needs the team extra: pip install 'jiyi[team]'"
 
@@ -55,7 +55,7 @@ def fail(exc: JiyiError) -> NoReturn:
 @contextmanager
 def database(dsn: str, schema: str) -> Iterator[PgDatabase]:
     need("psycopg", "psycopg_pool")
-    from ..pg_database import PgDatabase
+    from ..store.postgres.database import PgDatabase
 
     try:
         with PgDatabase(dsn, schema=schema, max_size=2) as db:

@@ -16,12 +16,12 @@ import click
 
 from .. import config, project
 from ..errors import JiyiError, Unavailable
-from ..isolation import NETWORK_MISSING, WRITES_MISSING, describe
-from ..replay import ReplayResult, filesystem_isolation, network_isolation, replay
+from ..team.verify.isolation import NETWORK_MISSING, WRITES_MISSING, describe
+from ..team.verify.replay import ReplayResult, filesystem_isolation, network_isolation, replay
 from .common import progress
 
 if TYPE_CHECKING:
-    from ..team_client import TeamClient
+    from ..team.client.http import TeamClient
 
 
 def _say(error: JiyiError) -> str:
@@ -94,7 +94,7 @@ def verify_command(
     temp folder (read-only remounts in a mount namespace) unless --allow-writes is given. The
     first line says which isolation is in force. Needs team_url and team_token.
     """
-    from ..team_client import TeamClient  # httpx only for this command
+    from ..team.client.http import TeamClient  # httpx only for this command
 
     if not allow_network and not network_isolation():
         click.echo(NETWORK_MISSING, err=True)

@@ -1,0 +1,171 @@
+"""Automatic records (SPEC §5): a failure that went away with an evident fix and no note.
+
+When the tool that failed succeeds, no note was written since the failure, and the fix is evident —
+the command changed, or files were edited in between — the hook writes a ``bugfix`` record of origin
+``local_auto`` through the path notes take (``writing``): its ``what`` is the failure's error text, so
+its signatures are the failure's; ``where`` names the command and the files; ``learned`` says what
+changed; a changed command is its ``command`` fix. Where the failure happened in a git checkout
+(kept with it) is its ``reproduction``: the failing command at the commit it failed at, so a team
+runner can replay the record (``replay``); when the command that passed is the failing one changed
+(a flag added: ``records.checked_by``), the reproduction names it as the one that must pass after
+the fix, not the failing one again. Its topic comes from the failure's first signature
+(``auto/<12 hex>``), so the same failure fixed the same way again (same fix, same place) only adds a
+source; fixed another way, it becomes the record's next revision. ``Settings.auto_records``
+(``JIYI_AUTO_RECORDS``) turns them off.
+
+Runs after a hook (its detached finisher, ``loop_closing``) or in ``Session.observe_tool_result``
+(``jiyi run``): no ranking, no similarity search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..analysis.redact import redact
+from ..project import reproduction_at
+from ..records import Fix, Record, checked_by, new_hex, now
+from .results import clean_command
+
+if TYPE_CHECKING:
+    from ..project import Project
+    from ..store.base import Resolved, Store
+
+TOPIC_PREFIX = "auto/"
+TITLE_MAX = 160
+KEY_MAX = 90
+FILES_SHOWN = 8
+
+
+def topic_key(signatures: Sequence[str], error: str) -> str:
+    """``auto/<12 hex>`` from the failure's first signature (its error text when it has none)."""
+    seed = signatures[0] if signatures else " ".join(error.split())
+    return TOPIC_PREFIX + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
+
+
+def _same_command(a: str, b: str) -> bool:
+    return a.split() == b.split()
+
+
+def _shown(path: str, root: Path | None) -> str:
+    """A file as the record names it: relative to the project root when inside it."""
+    if root is not None and os.path.isabs(path):
+        try:
+            relative = os.path.relpath(path, root)
+        except ValueError:  # another drive
+            relative = path
+        if not relative.startswith(".."):
+            path = relative
+    return redact(path)
+
+
+def _cut(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def build(
+    resolved: Resolved,
+    command: str | None,
+    *,
+    session_id: str,
+    project: Project,
+    environment: dict[str, str],
+) -> Record | None:
+    """The automatic record for the failure ``resolved`` ended with ``command`` (the succeeding
+    call's, None for a tool without one); None when a note was written since the failure or the
+    fix is not evident."""
+    if resolved.noted:
+        return None  # the note is the record (and resolve_failure confirmed it)
+    before = clean_command(resolved.command)
+    after = clean_command(command)
+    changed = before is not None and after is not None and not _same_command(before, after)
+    files = list(dict.fromkeys(_shown(p, project.root) for p in resolved.edited))
+    if not changed and not files:
+        return None
+    from ..analysis.signature import analyze, key_line
+
+    what = resolved.error or f"{resolved.tool} failed"
+    analysis = analyze(what)
+    listed = ", ".join(files[:FILES_SHOWN]) + (f" (+{len(files) - FILES_SHOWN})" if len(files) > FILES_SHOWN else "")
+    fixed_by = after if changed and after is not None else f"editing {listed}"
+    key = _cut((analysis.key_lines[0] if analysis.key_lines else key_line(what)) or what, KEY_MAX)
+    title = _cut(f"{key} — fixed by {fixed_by}", TITLE_MAX)
+    evident = " and ".join(
+        part for part in ("the command changed" if changed else "", "files were edited" if files else "") if part
+    )
+    why = (
+        f"Recorded automatically by jiyi: the failing {resolved.tool} call succeeded after {evident}, "
+        "and no note was written."
+    )
+    where = "; ".join(
+        part for part in (f"command: {after}" if after else "", f"files: {listed}" if files else "") if part
+    )
+    learned = "; ".join(
+        part
+        for part in (
+            f"the command changed from `{before}` to `{after}`" if changed else "",
+            f"edited between the failure and the success: {listed}" if files else "",
+        )
+        if part
+    )
+    stamp = now()
+    fix = Fix(kind="command", command=after) if changed else None
+    return Record(
+        hex=new_hex(),
+        title=title,
+        type="bugfix",
+        scope="project",
+        what=what,
+        why=why,
+        where=where,
+        learned=learned,
+        project=project.name,
+        project_key=project.key,
+        origin="local_auto",
+        topic_key=topic_key(resolved.signatures, what),
+        fix=fix,
+        # At the commit it failed at (kept with the failure), so a replay meets it there; the
+        # command that passed is what must pass after the fix, when it is the failing one changed.
+        reproduction=checked_by(reproduction_at(before, resolved.checkout), fix),
+        environment=dict(environment),
+        tool_name=(resolved.tool or "").lower() or None,
+        outcome="成功",
+        session_id=session_id,
+        created=stamp,
+        updated=stamp,
+        signatures=tuple(dict.fromkeys((*resolved.signatures, *analysis.signatures))),
+        symbols=tuple(dict.fromkeys(analysis.symbols))[:64],
+    )
+
+
+def write(
+    store: Store,
+    resolved: Resolved,
+    command: str | None,
+    *,
+    session_id: str,
+    project: Project,
+    environment: dict[str, str],
+) -> Record | None:
+    """Write (or confirm) the automatic record for ``resolved``; returns it as stored, None when
+    there is none to write."""
+    record = build(resolved, command, session_id=session_id, project=project, environment=environment)
+    if record is None:
+        return None
+    from ..writing import as_revision, save
+
+    assert record.topic_key is not None
+    existing = store.find_topic(record.topic_key, record.scope, record.project_key)
+    if existing is not None and (existing.fix, existing.where) == (record.fix, record.where):
+        # The same failure fixed the same way: one more source, not a duplicate.
+        earlier = {rev.session_id for rev in store.revisions(existing.hex)}
+        if session_id not in earlier and session_id != existing.session_id:
+            store.add_evidence(existing.hex, sources=1, session_id=session_id)
+        return store.get(existing.hex)
+    record = as_revision(store, record, existing, session_id)
+    save(store, record, existing, session_id)
+    return record

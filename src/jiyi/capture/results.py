@@ -1,0 +1,155 @@
+"""Recording a tool result in a session (SPEC §5), shared by the hook and ``Session.observe_tool_result``.
+
+A failure becomes the session's last failure: the error text redacted and capped (:func:`clean_error`),
+its signatures, the command that failed (:func:`clean_command`). A success of the tool that failed
+closes the loop (``Store.resolve_failure``) and may write an automatic record (``auto_record``).
+Proactive recall (:func:`recall`) picks the record to hand the agent for a failure by a signature
+look-up alone, not the ranking. The compiled patterns of redaction and signatures come from
+``<home>/cache`` in a hook process (:func:`patterns_from`, ``regex_cache``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
+if TYPE_CHECKING:
+    from ..project import Project
+    from ..records import Record
+    from ..store.base import Store
+
+# The error text kept as a session's last failure; a run wrapper's output is cut to its tail.
+MAX_ERROR = 4000
+# The kept command of a failure (and of an automatic record's fix).
+COMMAND_MAX = 2000
+
+
+def cap(text: str, limit: int = MAX_ERROR) -> str:
+    """``text`` cut to about ``limit`` characters: its first line and its tail, where compilers and
+    test runners put the error."""
+    if len(text) <= limit:
+        return text
+    first = text.split("\n", 1)[0][:200]
+    tail = text[-(limit - len(first) - 3) :]
+    return f"{first}\n…\n{tail}"
+
+
+def clean_error(error: str | None) -> str | None:
+    """Redacted and capped error text; None when there is none."""
+    if not error or not error.strip():
+        return None
+    from ..analysis.redact import redact
+
+    if len(error) > 4 * MAX_ERROR:
+        # Redact what may be kept, starting at a line so no secret is cut in half.
+        tail = error[-4 * MAX_ERROR :]
+        error = error.split("\n", 1)[0][:200] + "\n" + tail[tail.find("\n") + 1 :]
+    return cap(redact(error).strip())
+
+
+def clean_command(command: str | None) -> str | None:
+    """A command as kept: redacted, trimmed, capped; None when empty."""
+    if command is None or not command.strip():
+        return None
+    from ..analysis.redact import redact
+
+    text = redact(command.strip())
+    return text if len(text) <= COMMAND_MAX else text[: COMMAND_MAX - 1] + "…"
+
+
+def record_tool_result(
+    store: Store,
+    session_id: str,
+    tool: str,
+    *,
+    ok: bool,
+    error: str | None = None,
+    command: str | None = None,
+    edited: tuple[str, ...] = (),
+    project: Project | None = None,
+    auto_records: bool = True,
+    folder: str | None = None,
+) -> tuple[str, ...]:
+    """Record one tool result of a session whose row exists (``touch_session``); returns the
+    failure's signatures (none for a success).
+
+    A failure becomes the session's last failure, with the ``command`` that failed and, when it
+    failed in a git checkout, where (``folder``'s top and HEAD commit: ``git_head``). A success of
+    the tool that failed closes the loop (``Store.resolve_failure``) and, with ``auto_records`` and
+    the session's ``project``, may write an automatic record (``auto_record.write``); any other
+    success is recorded as the session's activity (its ``last_seen``, set when the session was
+    touched) and leaves the last failure in place; the files a successful call ``edited`` are kept
+    while a failure is pending.
+    """
+    if ok:
+        resolved = store.resolve_failure(session_id, tool)
+        if resolved is not None and auto_records and project is not None:
+            from ..project import environment
+            from . import auto_record
+
+            auto_record.write(
+                store, resolved, command, session_id=session_id, project=project, environment=environment()
+            )
+        elif resolved is None and edited:
+            store.record_edits(session_id, edited)
+        return ()
+    text = clean_error(error) or f"{tool} failed"
+    signatures = signatures_of(text)
+    kept = clean_command(command)
+    checkout = None
+    if kept is not None and folder is not None:
+        from ..git_head import failure_point
+
+        checkout = failure_point(folder)
+    store.set_failure(session_id, tool, text, signatures=signatures, command=kept, checkout=checkout)
+    return signatures
+
+
+# Proactive recall: the signature look-up's candidates, most trusted first.
+RECALL_CANDIDATES = 20
+_TRUST_ORDER = ("team_verified", "human", "local_auto", "note", "team")
+
+
+def recall(store: Store, session_id: str, project_key: str, signatures: tuple[str, ...]) -> Record | None:
+    """The record to hand the session for a failure with ``signatures``, now marked recalled to
+    it; None when no record not yet recalled, read or written by the session matches."""
+    hexes = store.by_signature(signatures, RECALL_CANDIDATES) if signatures else []
+    if not hexes:
+        return None
+    state = store.session(session_id)
+    known = {*state.reads, *state.notes} if state else set()
+    order = {h: i for i, h in enumerate(hexes)}
+    records = [
+        r
+        for r in store.get_many(h for h in hexes if h not in known)
+        if r.session_id != session_id and not r.is_wrong and (r.scope == "global" or r.project_key == project_key)
+    ]
+    trust = {origin: i for i, origin in enumerate(_TRUST_ORDER)}
+    records.sort(key=lambda r: (r.is_outdated, trust.get(r.origin, len(trust)), -r.used_success, order[r.hex]))
+    claimed = store.claim_recall(session_id, [r.hex for r in records])
+    return next((r for r in records if r.hex == claimed), None)
+
+
+def recall_line(record: Record) -> str:
+    return f"jiyi: [{record.id}] {' '.join(record.title.split())} — memory_read for details"
+
+
+def signatures_of(text: str) -> tuple[str, ...]:
+    from ..analysis.signature import analyze
+
+    return analyze(text).signatures
+
+
+def patterns_from(folder: str) -> None:
+    """Take the compiled rules of redaction and signatures from ``folder`` (``regex_cache``):
+    ~40 ms less for a hook process that meets a failure. Before either is imported."""
+    if "jiyi.analysis.signature" not in sys.modules and "jiyi.analysis.redact" not in sys.modules:
+        from ..analysis import regex_cache
+
+        regex_cache.use(folder)
+
+
+def keep_patterns() -> None:
+    from ..analysis import regex_cache
+
+    regex_cache.save()

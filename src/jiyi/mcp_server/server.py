@@ -1,0 +1,221 @@
+"""``jiyi mcp``: the three tools over MCP (official SDK, its low-level ``Server``), stdio by default.
+
+The JSON schemas advertise the seed's constraints so every client sees them before calling, and
+the arguments reach validation.py as they came: SPEC §2 wants our error text (``参数无效：…`` /
+``错误码：…``), not the SDK's. Results are ``CallToolResult`` so an error keeps its exact text.
+
+The low-level server, not ``MCPServer``: the three tools need none of what ``MCPServer`` adds
+(argument models, resources, prompts, request-state sealing), and importing it costs the start of
+``jiyi mcp`` (SPEC §8: ``tools/list`` within 1 s) about 60 ms more (httpx, cryptography).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
+from mcp_types import Tool as MCPTool
+
+from .. import __version__
+from ..errors import Unavailable
+from ..memory import Memory
+from ..records import FIX_KINDS, RELATIONS, SCOPES, TYPES
+from ..session import Session
+from ..tools.validation import QUERY_MAX, TITLE_MAX
+
+log = logging.getLogger("jiyi.mcp")
+
+INSTRUCTIONS = (
+    "jiyi is this machine's and team's memory of failures already met and how they were fixed. "
+    "When a command, build or test fails, call memory_search with the error text before debugging; "
+    "memory_read a hit to see the whole fix; after fixing something non-obvious, memory_note it."
+)
+
+_REF = {"type": "string", "pattern": "^(lr|rr)_[0-9a-f]{32}$"}
+
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": QUERY_MAX,
+            "description": "Error text, tool name or a description of the problem (at most 2000 characters). "
+            "Paste the error line(s) verbatim; the session's last failed tool call is added automatically.",
+        },
+        "limit": {"type": "integer", "minimum": 1, "maximum": 5, "default": 5, "description": "1 to 5 hits."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+READ_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ref": {**_REF, "description": "A record id from memory_search, e.g. lr_… or rr_…."}},
+    "required": ["ref"],
+    "additionalProperties": False,
+}
+
+_TEXT = {"type": "string", "minLength": 1}
+NOTE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": TITLE_MAX,
+            "description": "Short and searchable, at most 160 characters, e.g. 'Link zlib with -lz'.",
+        },
+        "type": {"type": "string", "enum": list(TYPES)},
+        "scope": {
+            "type": "string",
+            "enum": list(SCOPES),
+            "description": "project: only for this project; global: everywhere.",
+        },
+        "content": {
+            "type": "object",
+            "properties": {
+                "what": {**_TEXT, "description": "What happened: the error text, verbatim."},
+                "why": {**_TEXT, "description": "The cause."},
+                "where": {**_TEXT, "description": "Where: file, setting, command."},
+                "learned": {**_TEXT, "description": "What to do next time."},
+            },
+            "required": ["what", "why", "where", "learned"],
+            "additionalProperties": False,
+        },
+        "topic_key": {
+            "type": "string",
+            "pattern": "^[a-z0-9._-]+/[a-z0-9._-]+$",
+            "description": "Two-level topic, e.g. build/zlib-link; the same topic again revises the note.",
+        },
+        "fix": {
+            "description": "A verified change, one of three kinds.",
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "command"}, "command": _TEXT},
+                    "required": ["kind", "command"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "diff"}, "diff": {**_TEXT, "description": "A unified diff."}},
+                    "required": ["kind", "diff"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "config"}, "path": _TEXT, "content": {"type": "string"}},
+                    "required": ["kind", "path", "content"],
+                    "additionalProperties": False,
+                },
+            ],
+        },
+        "evidence_refs": {"type": "array", "items": _REF, "description": "Ids of records that support this note."},
+        "relates_to": {
+            "type": "array",
+            "description": "Existing records this note shows to be wrong or outdated.",
+            "items": {
+                "type": "object",
+                "properties": {"record_ref": _REF, "relation": {"type": "string", "enum": list(RELATIONS)}},
+                "required": ["record_ref", "relation"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["title", "type", "scope", "content"],
+    "additionalProperties": False,
+}
+assert set(FIX_KINDS) == {"command", "diff", "config"}
+
+DESCRIPTIONS = {
+    "memory_search": "Search memory by error text or keywords before debugging a failure. Returns at most "
+    "5 hits, each with its source and why it matched (all ranking signals), or 'no matching memory'.",
+    "memory_read": "Read a record's full text by its id (lr_… / rr_…): cause, what was learned and the fix. "
+    "Each session has a read budget.",
+    "memory_note": "Write down what was learned after fixing a failure or making a decision; visible from the "
+    "next session on. Same topic_key again revises the note; relates_to marks old notes wrong or outdated.",
+}
+
+
+def _result(text: str, is_error: bool) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+
+SCHEMAS = {"memory_search": SEARCH_SCHEMA, "memory_read": READ_SCHEMA, "memory_note": NOTE_SCHEMA}
+
+
+class JiyiServer(Server[Any]):
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.notes_enabled = session.settings.notes
+        self.tools = [MCPTool(name=n, description=DESCRIPTIONS[n], input_schema=s) for n, s in SCHEMAS.items()]
+        super().__init__(
+            "jiyi", version=__version__, instructions=INSTRUCTIONS, on_list_tools=self._list, on_call_tool=self._call
+        )
+        # The team syncs this server started and that may still run: a caller (a test, a clean
+        # shutdown) can join them instead of polling the store.
+        self.team_syncs: list[threading.Thread] = []
+
+    async def _list(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=await self.list_tools())
+
+    async def _call(self, ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        # Only the advertised parameters go on, as the SDK's argument models did; an unknown tool
+        # gets our E_INVALID_ARGUMENT from the session. The store is blocking: a worker thread.
+        known = SCHEMAS.get(params.name, {}).get("properties", {})
+        arguments = {k: v for k, v in (params.arguments or {}).items() if k in known}
+        return await anyio.to_thread.run_sync(lambda: self._run(params.name, **arguments))
+
+    def _run(self, name: str, **arguments: Any) -> CallToolResult:
+        try:
+            result = self.session.call(name, {k: v for k, v in arguments.items() if v is not None})
+        except Exception:  # a bug must not take the server down or leak a traceback to the agent
+            log.exception("%s failed", name)
+            return _result(Unavailable().text(), True)
+        if name == "memory_note" and not result.is_error:
+            self.team_sync(pull_too=False)
+        return _result(result.text, result.is_error)
+
+    def team_sync(self, *, pull_too: bool = True) -> None:
+        """Team memory (docs/team-protocol.md): push (and pull) in a daemon thread; a tool call
+        never waits for the network. Nothing without a team."""
+        if not self.session.settings.team:
+            return
+        from ..team.client import sync
+
+        thread = sync.in_background(self.session.settings, pull_too=pull_too)
+        self.team_syncs = [t for t in self.team_syncs if t.is_alive()]
+        if thread is not None:
+            self.team_syncs.append(thread)
+
+    async def list_tools(self) -> list[MCPTool]:
+        # notes = false: memory_note is not offered; a client that cached the list still gets
+        # E_NOTES_DISABLED when it calls it (SPEC §2) rather than "unknown tool".
+        return [t for t in self.tools if self.notes_enabled or t.name != "memory_note"]
+
+
+def build(memory: Memory | None = None, session: Session | None = None) -> JiyiServer:
+    """The server of ``session``; with a team configured, a sync with it starts in the background."""
+    if session is None:
+        session = (memory or Memory()).session()
+        session.link_to_hooks()  # without a session id, meet the hooks as session_link says
+    server = JiyiServer(session)
+    server.team_sync()
+    return server
+
+
+def serve() -> None:
+    server = build()
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)

@@ -1,0 +1,247 @@
+"""The storage interface. SQLite (``sqlite_store``) is the embedded default; PostgreSQL follows it
+for team memory. Everything above this line (ranking, sessions, tools) speaks only this interface.
+
+Each method is one transaction: a failure leaves nothing half-written (SPEC §2). Implementations
+raise ``errors.Unavailable`` when the store cannot be used at all.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..records import Record, Revision
+
+if TYPE_CHECKING:
+    # Only named in signatures: the store opens without the signature rules (the hook's path).
+    from ..analysis.indexing import Derived
+
+
+@dataclass
+class SessionState:
+    id: str
+    project_key: str = ""
+    project: str = ""
+    started: str = ""
+    last_seen: str = ""
+    read_used: int = 0
+    last_tool: str | None = None
+    last_error: str | None = None
+    last_failure_at: str | None = None
+    outcome: str = "未知"
+    reads: list[str] = field(default_factory=list)  # record hexes read, in order
+    notes: list[str] = field(default_factory=list)  # record hexes written or revised
+    last_command: str | None = None  # the command of the last failure, when its tool had one
+    last_checkout: str | None = None  # where it failed in git terms (``git_head.failure_point``)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a success did to the failure it ended (``Store.resolve_failure``)."""
+
+    used: list[str]  # hexes of the records read since the failure: used_success + 1
+    confirmed: list[str]  # hexes of the notes written since the failure now ``local_auto``
+    # The failure that ended, for an automatic record: its tool, error text, signatures, the command
+    # that failed and where (``git_head.failure_point``), the notes written and the files edited in
+    # the session since it.
+    tool: str = ""
+    error: str = ""
+    signatures: tuple[str, ...] = ()
+    command: str | None = None
+    noted: tuple[str, ...] = ()
+    edited: tuple[str, ...] = ()
+    checkout: str | None = None
+
+
+@dataclass(frozen=True)
+class TermStats:
+    total: int  # indexed records
+    doc_counts: dict[str, int]
+
+
+class Store(ABC):
+    path: str
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def applied_migrations(self) -> list[tuple[str, str]]:
+        """(name, applied at) of every migration, in order."""
+
+    @abstractmethod
+    def integrity_check(self) -> list[str]:
+        """Problems found; empty when the store is sound."""
+
+    # -- records -----------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None: ...
+
+    @abstractmethod
+    def get_many(self, hexids: Iterable[str]) -> list[Record]: ...
+
+    @abstractmethod
+    def find_topic(self, topic_key: str, scope: str, project_key: str) -> Record | None: ...
+
+    @abstractmethod
+    def write_record(
+        self,
+        record: Record,
+        revision: Revision,
+        derived: Derived,
+        *,
+        marks: Iterable[tuple[str, str]] = (),
+        session_id: str | None = None,
+    ) -> None:
+        """Insert or revise ``record`` with its new revision, indexes and the marks it makes
+        (target hex, relation) on other records, all in one transaction."""
+
+    @abstractmethod
+    def write_many(self, items: Iterable[tuple[Record, Revision, Derived]]) -> int:
+        """Insert or revise many records (each with its new revision and indexes, no marks) in one
+        transaction: the bulk path of imports and benchmarks. Returns how many were written."""
+
+    @abstractmethod
+    def signed_with(self, hexid: str) -> tuple[str, tuple[str, ...]]:
+        """(algorithm, normalised lines) a record's signatures were last computed with."""
+
+    @abstractmethod
+    def reindex_record(self, record: Record, derived: Derived) -> None:
+        """Replace a record's signatures, symbols and full-text terms; no new revision."""
+
+    # The version of the full-text terms the index was built with (lexical.VERSION; reindex.py).
+    # A store that keeps none reports its index current and has nothing to upgrade.
+    def lexical_state(self) -> tuple[int, int]:
+        """(version the whole index was built with, records still to re-derive)."""
+        from ..analysis.lexical import VERSION
+
+        return VERSION, 0
+
+    def upgrade_lexical(self, batch: int) -> int:
+        """Re-derive the terms of up to ``batch`` more records (one transaction); returns how many."""
+        return 0
+
+    def lexical_rebuilt(self, version: int) -> None:
+        """Record that every record's terms were just re-derived with ``version``."""
+        return None
+
+    @abstractmethod
+    def revisions(self, hexid: str) -> list[Revision]: ...
+
+    @abstractmethod
+    def list_records(
+        self, *, limit: int = 50, offset: int = 0, project: str | None = None, include_forgotten: bool = False
+    ) -> list[Record]: ...
+
+    @abstractmethod
+    def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]: ...
+
+    @abstractmethod
+    def count(self, *, include_forgotten: bool = False) -> int: ...
+
+    @abstractmethod
+    def forget(self, hexid: str) -> bool: ...
+
+    @abstractmethod
+    def purge(self, hexid: str) -> bool: ...
+
+    @abstractmethod
+    def add_evidence(
+        self, hexid: str, *, sources: int = 0, used_success: int = 0, session_id: str | None = None
+    ) -> None:
+        """Raise a record's counters; with ``session_id``, ``sources`` counts only the first time
+        that session confirms the record."""
+
+    @abstractmethod
+    def stats(self) -> dict[str, Any]: ...
+
+    # -- search ------------------------------------------------------------------------------
+    @abstractmethod
+    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]: ...
+
+    @abstractmethod
+    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]: ...
+
+    @abstractmethod
+    def term_stats(self, terms: Iterable[str]) -> TermStats: ...
+
+    @abstractmethod
+    def by_terms(self, terms: list[str], limit: int) -> list[str]:
+        """Hexes of records matching any of ``terms``, best full-text rank first."""
+
+    @abstractmethod
+    def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
+        """The full-text terms each record was indexed with."""
+
+    # -- sessions ----------------------------------------------------------------------------
+    @abstractmethod
+    def touch_session(self, session_id: str, project_key: str, project: str) -> None: ...
+
+    def live_session(self, project_key: str, since: str, own_prefix: str) -> str | None:
+        """The id of the session of ``project_key`` seen last, at ``since`` or later, whose id does
+        not start with ``own_prefix`` (``session_link``); None when there is none. A store that
+        does not implement it links nothing."""
+        return None
+
+    @abstractmethod
+    def session(self, session_id: str) -> SessionState | None: ...
+
+    @abstractmethod
+    def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
+        """Atomically take up to ``wanted`` characters of the session's read budget; returns what
+        was granted (0 when spent) and records the read."""
+
+    @abstractmethod
+    def set_failure(
+        self,
+        session_id: str,
+        tool: str | None,
+        error: str | None,
+        *,
+        signatures: Iterable[str] = (),
+        command: str | None = None,
+        checkout: str | None = None,
+    ) -> None:
+        """Make (tool, error) the session's last failure, with the error's signatures, the
+        command that failed (None when the tool has none) and where in git it failed (the JSON of
+        ``git_head.failure_point``, None outside git); the session's outcome becomes 失败. An
+        error of None clears it."""
+
+    @abstractmethod
+    def record_edits(self, session_id: str, paths: Iterable[str]) -> None:
+        """The session edited ``paths``: kept (with the time) only while a failure is pending, for
+        ``Resolved.edited``."""
+
+    @abstractmethod
+    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
+        """``tool`` succeeded: when the session's last failure is one of ``tool`` (names compared
+        case-insensitively), in one transaction the records read in the session since the failure
+        get ``used_success + 1``, the notes written in it since the failure that share a signature
+        with it become ``local_auto`` (``team_verified`` and ``human`` keep their origin), the
+        failure is cleared and the session's outcome becomes 成功. None when there was no such
+        failure (and nothing changed). The result also names the failure (tool, error, signatures,
+        command, checkout) and what the session did since it (notes written, files edited)."""
+
+    @abstractmethod
+    def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
+        """The first of ``hexids`` not yet recalled to the session, now marked recalled; None when
+        all were."""
+
+    # -- transfer ----------------------------------------------------------------------------
+    @abstractmethod
+    def marks_by(self, hexid: str) -> list[tuple[str, str, str]]:
+        """The marks a record made on others: (target hex, relation, created)."""
+
+    @abstractmethod
+    def import_record(
+        self,
+        record: Record,
+        revisions: list[Revision],
+        marks: list[tuple[str, str, str]],
+        derived: Derived,
+    ) -> bool:
+        """Insert an exported record as it was (its revisions, the marks it made as (target hex,
+        relation, created)); False when a record with that id already exists."""

@@ -1,0 +1,67 @@
+"""Rows of the ``records`` table: what ``PgStore`` writes for a record and reads back."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from ...records import RECORD_COLUMNS, Record, Relation, record_from_columns
+from .search import tsvector_text
+
+if TYPE_CHECKING:
+    from ...analysis.indexing import Derived
+
+COLUMNS = RECORD_COLUMNS
+# What a record is read with: its row, then its signatures, symbols and the marks others made on
+# it (``[source id, relation]`` in the order made) as arrays, from ``records r``.
+SELECT = (
+    COLUMNS + ", ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY sig), "
+    "ARRAY(SELECT symbol FROM symbols s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol), "
+    "(SELECT jsonb_agg(jsonb_build_array(CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex, "
+    "rel.relation) ORDER BY rel.created, rel.source_hex) FROM relations rel LEFT JOIN records src "
+    "ON src.team_id = rel.team_id AND src.hex = rel.source_hex "
+    "WHERE rel.team_id = r.team_id AND rel.target_hex = r.hex)"
+)
+PUT_COLUMNS = [c.strip() for c in COLUMNS.split(",")] + [
+    "topic_scope", "key_lines", "normalized", "sig_algorithm", "tsv",
+]  # fmt: skip
+PUT_SQL = (
+    f"INSERT INTO records (team_id, {', '.join(PUT_COLUMNS)}) VALUES ({', '.join(['%s'] * (len(PUT_COLUMNS) + 1))}) "
+    "ON CONFLICT (team_id, hex) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in PUT_COLUMNS if c not in ("hex", "created"))
+)
+# The same with the record's author (migration m009_record_authors) as a first push stores it: written
+# by the insert only, so a later revision, or a concurrent first push that meets the row, keeps it.
+PUT_AUTHORED_SQL = PUT_SQL.replace("(team_id, ", "(team_id, author, ", 1).replace("VALUES (%s, ", "VALUES (%s, %s, ", 1)
+
+
+def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any, ...]:
+    """The values of ``PUT_COLUMNS`` (after team_id) for ``record``; no full text when forgotten."""
+    from ...analysis.signature import ALGORITHM
+
+    topic_scope = (record.project_key if record.scope == "project" else "") if record.topic_key else None
+    tsv = None
+    if derived is not None and not record.forgotten:
+        tsv = tsvector_text(derived.index_title, derived.index_body)
+    return (
+        team,
+        record.hex, record.remote, record.title, record.type, record.scope, record.what, record.why,
+        record.where, record.learned, record.topic_key, record.revision,
+        Jsonb(record.fix.to_dict()) if record.fix else None,
+        record.origin, record.project, record.project_key, Jsonb(record.environment), record.tool_name,
+        record.outcome, record.sources, record.used_success, Jsonb(list(record.evidence_refs)), record.session_id,
+        record.created, record.updated,
+        Jsonb(record.reproduction.to_dict()) if record.reproduction else None,
+        Jsonb(record.verification.to_dict()) if record.verification else None,
+        record.forgotten, topic_scope,
+        Jsonb(list(derived.key_lines) if derived else []), Jsonb(list(derived.normalized) if derived else []),
+        ALGORITHM, tsv,
+    )  # fmt: skip
+
+
+def row_record(row: tuple[Any, ...]) -> Record:
+    """The record of a row read with ``SELECT``."""
+    *columns, sigs, syms, marks = row
+    marked = [Relation(source, relation) for source, relation in marks or ()]
+    return record_from_columns(columns, signatures=sigs, symbols=syms, marked=marked)

@@ -1,0 +1,216 @@
+"""Look-ups of ``PgStore`` (the search half of ``Store``): signatures and symbols in their own
+tables with sqlite_store's common-key bounding, and full text as a ``tsvector`` of jiyi's own
+lexical terms.
+
+The vector is built here, not by a PostgreSQL text-search parser, so its terms are exactly those
+SQLite's FTS5 indexes (no stemming; ``pthread_create`` one term, CJK bigrams as they are); a query
+is quoted lexemes OR-ed, so no text ever reaches tsquery syntax. Document counts per term come from
+the ``terms`` table (``ts_stat`` would read every vector) plus the changes a trigger appended to
+``term_changes`` that ``fold_terms`` has not moved there yet (``pg_migrations`` m004).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+
+import psycopg
+
+from ..base import TermStats
+from .database import Cursor, PgDatabase
+
+# Signatures and symbols on more records than this are left out of a look-up with rarer ones
+# (as sqlite_store's _COMMON_KEY_RECORDS).
+_COMMON_KEY_RECORDS = 2000
+_COMMON_SAMPLE = 4  # records of common keys sampled per wanted hit
+_MAX_POSITION = 16383  # tsvector positions stop here
+_MAX_POSITIONS = 255  # a lexeme keeps at most this many
+# ts_rank's weights are {D, C, B, A}: the title (A) counts twice the body (D), as bm25(2.0, 1.0).
+_RANK_WEIGHTS = "{0.5,0.5,0.5,1.0}"
+# Matches of a full-text look-up ranked at most; past it, a sample in index order (as
+# sqlite_store samples common keys). The ranking's rare terms stay under it but for the rarest
+# one, which may be common.
+_TERM_SCAN = 2000
+# Every fold leaves its rows dead in term_changes, and an index scan or the next fold's delete still
+# reads them until a VACUUM: with autovacuum off, 74 000 dead rows after ~5 000 pushes at 1 000 000
+# records made each fold's delete 4.5 ms and term_stats 2 ms (bench/team_scale.py). So a process
+# vacuums the queue itself after folding this many rows (m005 asks autovacuum for the same).
+_VACUUM_AFTER = 5000
+_FOLDED: dict[str, int] = {}  # rows folded per schema by this process since its last VACUUM
+_FOLDED_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
+
+
+def lexeme(term: str) -> str:
+    """``term`` quoted as one tsvector / tsquery lexeme: nothing in it is read as syntax."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_text(index_title: str, index_body: str) -> str:
+    """The tsvector (as text) of a record's indexed terms, with positions so ts_rank sees frequency."""
+    positions: dict[str, list[str]] = {}
+    position = 0
+    for weight, text in (("A", index_title), ("", index_body)):
+        for term in text.split():
+            position = min(position + 1, _MAX_POSITION)
+            kept = positions.setdefault(term, [])
+            if len(kept) < _MAX_POSITIONS:
+                kept.append(f"{position}{weight}")
+    return " ".join(f"{lexeme(t)}:{','.join(p)}" for t, p in positions.items())
+
+
+def tsquery_text(terms: Iterable[str]) -> str:
+    return " | ".join(lexeme(t) for t in dict.fromkeys(terms) if t.strip())
+
+
+class PgSearch:
+    db: PgDatabase
+    team: int
+
+    # Set on the copy ``PgStore.search_hits`` ranks with: every look-up of one search then runs on
+    # one pooled connection in one transaction. Before, each took its own (~6 check-outs, each a
+    # liveness check, BEGIN and COMMIT: ~28 round trips a search; bench/team_scale.py). The
+    # connection is taken at the first look-up, not before the query's analysis: under load the
+    # pool is the queue, and a connection held while Python works keeps the others waiting.
+    _search: ExitStack | None = None
+    _pinned: Cursor | None = None
+
+    @contextmanager
+    def reading(self) -> Iterator[Cursor]:
+        """The search's one cursor when ranking for ``search_hits``, else a pooled one for this call."""
+        if self._search is not None:
+            if self._pinned is None:
+                self._pinned = self._search.enter_context(self.db.cursor())
+            yield self._pinned
+            return
+        with self.db.cursor() as cur:
+            yield cur
+
+    def _lookup(self, table: str, column: str, values: Iterable[str], limit: int, *, only_rare: bool) -> list[str]:
+        keys = list(dict.fromkeys(values))
+        if not keys:
+            return []
+        with self.reading() as cur:
+            # As sqlite_store._lookup: a key on thousands of records names no particular one; when
+            # rarer keys are asked for too (or, with ``only_rare``, always) only they are looked up,
+            # all their records read from the key's index alone, records sharing most keys first
+            # (no join with records, as sqlite_store). With only common keys: the most recent of a
+            # bounded sample of their records (index order). One statement, one branch answers.
+            cur.execute(
+                f"WITH rare AS MATERIALIZED (SELECT array_agg(k) AS keys FROM unnest(%(keys)s::text[]) k "
+                f"WHERE (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE team_id = %(team)s AND {column} = k "
+                f"LIMIT %(bound)s + 1) c) <= %(bound)s) "
+                f"SELECT hex FROM ("
+                f"(SELECT hex, row_number() OVER (ORDER BY count(*) DESC, hex) AS pos FROM {table} "
+                f"WHERE team_id = %(team)s AND {column} = ANY((SELECT keys FROM rare)::text[]) GROUP BY hex "
+                f"ORDER BY pos LIMIT %(limit)s) "
+                f"UNION ALL "
+                f"(SELECT t.hex, row_number() OVER (ORDER BY count(*) DESC, max(r.updated) DESC) FROM "
+                f"(SELECT hex FROM {table} WHERE %(common)s AND (SELECT keys FROM rare) IS NULL "
+                f"AND team_id = %(team)s AND {column} = ANY(%(keys)s) LIMIT %(sample)s) t "
+                f"JOIN records r ON r.team_id = %(team)s AND r.hex = t.hex GROUP BY t.hex "
+                f"ORDER BY 2 LIMIT %(limit)s)"
+                f") found ORDER BY pos",
+                {
+                    "keys": keys,
+                    "team": self.team,
+                    "bound": _COMMON_KEY_RECORDS,
+                    "limit": limit,
+                    "common": not only_rare,
+                    "sample": _COMMON_SAMPLE * limit,
+                },
+            )
+            return [r[0] for r in cur.fetchall()]
+
+    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]:
+        # A signature on thousands of records is still the same error met again: kept when alone.
+        return self._lookup("signatures", "sig", signatures, limit, only_rare=False)
+
+    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]:
+        return self._lookup("symbols", "symbol", symbols, limit, only_rare=True)
+
+    def term_stats(self, terms: Iterable[str]) -> TermStats:
+        keys = list(dict.fromkeys(terms))
+        with self.reading() as cur:
+            # One statement, one snapshot: a fold commits its delete and its add together.
+            cur.execute(
+                "SELECT term, sum(docs) FROM (SELECT term, docs FROM terms WHERE team_id = %(team)s "
+                "AND term = ANY(%(terms)s) UNION ALL SELECT term, n FROM term_changes WHERE team_id = %(team)s "
+                "AND term = ANY(%(terms)s)) c GROUP BY term",
+                {"team": self.team, "terms": ["", *keys]},
+            )
+            found = {str(t): int(d) for t, d in cur.fetchall()}
+        return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in keys})
+
+    def fold_terms(self) -> None:
+        """Move the team's pending term changes into ``terms`` (what every write does before it
+        commits, ``fold_into``)."""
+        with self.db.cursor() as cur:
+            self.fold_into(cur)
+
+    def fold_into(self, cur: Cursor) -> None:
+        """Fold in ``cur``'s transaction: its own changes and those committed before. One folder at
+        a time per team: when another holds the turn this returns at once, leaving them for the
+        next. The folder's row locks on ``terms`` keep no writer waiting: only folders take them."""
+        cur.execute(
+            "WITH turn AS (SELECT pg_try_advisory_xact_lock(hashtextextended(%(key)s, 0)) AS mine), "
+            "moved AS (DELETE FROM term_changes WHERE team_id = %(team)s AND (SELECT mine FROM turn) "
+            "RETURNING term, n), "
+            "added AS (INSERT INTO terms AS t (team_id, term, docs) SELECT %(team)s, term, sum(n) FROM moved "
+            "GROUP BY term HAVING sum(n) <> 0 ORDER BY term "
+            "ON CONFLICT (team_id, term) DO UPDATE SET docs = t.docs + excluded.docs) "
+            "SELECT count(*) FROM moved",
+            {"key": f"jiyi-terms:{self.db.schema}:{self.team}", "team": self.team},
+        )
+        moved = int(cur.fetchone()[0])  # type: ignore[index]
+        with _FOLDED_LOCK:
+            _FOLDED[self.db.schema] = _FOLDED.get(self.db.schema, 0) + moved
+
+    def vacuum_if_due(self) -> None:
+        """After a write committed: VACUUM the queue once this process folded ``_VACUUM_AFTER`` rows."""
+        with _FOLDED_LOCK:
+            if _FOLDED.get(self.db.schema, 0) < _VACUUM_AFTER:
+                return
+            _FOLDED[self.db.schema] = 0
+        self._vacuum_term_changes()
+
+    def _vacuum_term_changes(self) -> None:
+        # Outside a transaction, as VACUUM must be; SKIP_LOCKED: another process's VACUUM is as good;
+        # no truncation (m005): its exclusive lock would hold up every write.
+        with self.db.pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                conn.execute("VACUUM (SKIP_LOCKED, TRUNCATE false) term_changes")
+            except psycopg.Error as exc:
+                # The write this follows has committed; a missed clean-up only waits for the next.
+                log.warning("VACUUM term_changes: %s", exc)
+            finally:
+                conn.autocommit = False
+
+    def by_terms(self, terms: list[str], limit: int) -> list[str]:
+        query = tsquery_text(terms)
+        if not query:
+            return []
+        with self.reading() as cur:
+            # Ranked among at most _TERM_SCAN matches: each costs a heap read of its vector, and a
+            # term on 61 000 of 1 000 000 records took 370 ms to rank in full (bench/team_scale.py).
+            cur.execute(
+                "SELECT hex FROM (SELECT hex, rid, tsv FROM records WHERE team_id = %s AND tsv @@ %s::tsquery "
+                "LIMIT %s) m ORDER BY ts_rank(%s::real[], tsv, %s::tsquery, 1) DESC, rid DESC LIMIT %s",
+                (self.team, query, _TERM_SCAN, _RANK_WEIGHTS, query, limit),
+            )
+            return [r[0] for r in cur.fetchall()]
+
+    def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
+        keys = list(dict.fromkeys(hexids))
+        if not keys:
+            return {}
+        with self.reading() as cur:
+            cur.execute(
+                "SELECT hex, tsvector_to_array(tsv) FROM records WHERE team_id = %s AND hex = ANY(%s) "
+                "AND tsv IS NOT NULL",
+                (self.team, keys),
+            )
+            return {h: set(terms) for h, terms in cur.fetchall()}

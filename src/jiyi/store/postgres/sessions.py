@@ -1,0 +1,215 @@
+"""Session state on PostgreSQL (the session half of ``Store``), scoped to ``PgStore``'s team.
+
+Mirrors ``sqlite_store``'s sessions statement by statement; where SQLite takes its write lock up
+front, these lock the session's row (``FOR UPDATE``) so concurrent calls of one session queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from ...records import now
+from ..base import Resolved, SessionState
+from .database import PgDatabase
+
+
+class PgSessions:
+    db: PgDatabase
+    team: int
+
+    def touch_session(self, session_id: str, project_key: str, project: str) -> None:
+        stamp = now()
+        with self.db.cursor() as cur:
+            cur.execute(
+                "INSERT INTO sessions (team_id, id, project_key, project, started, last_seen) "
+                "VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (team_id, id) DO UPDATE SET last_seen = excluded.last_seen",
+                (self.team, session_id, project_key, project, stamp, stamp),
+            )
+
+    def live_session(self, project_key: str, since: str, own_prefix: str) -> str | None:
+        # Meaningful here too: ``Memory(store=PgStore(...))`` runs sessions on the team database,
+        # and an MCP server without an id links to its project's hook session the same way
+        # (``session_link``). last_seen is the same ISO text as SQLite's, so it compares as text.
+        # No index on (team_id, project_key, last_seen): the team server keeps no sessions of its
+        # own, so a team's rows are the few of in-process use, and the primary key bounds the scan.
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT id FROM sessions WHERE team_id = %s AND project_key = %s AND last_seen >= %s "
+                "AND left(id, %s) <> %s ORDER BY last_seen DESC LIMIT 1",
+                (self.team, project_key, since, len(own_prefix), own_prefix),
+            )
+            row = cur.fetchone()
+            return str(row[0]) if row else None
+
+    def session(self, session_id: str) -> SessionState | None:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT id, project_key, project, started, last_seen, read_used, last_tool, last_error, "
+                "last_failure_at, outcome, last_command, last_checkout FROM sessions WHERE team_id = %s AND id = %s",
+                (self.team, session_id),
+            )
+            row = cur.fetchone()
+            if row is None:
+                return None
+            state = SessionState(*row[:10])
+            state.last_command = row[10]
+            state.last_checkout = row[11]
+            for table, into in (("session_reads", state.reads), ("session_notes", state.notes)):
+                cur.execute(
+                    f"SELECT hex FROM {table} WHERE team_id = %s AND session_id = %s ORDER BY at, hex",
+                    (self.team, session_id),
+                )
+                into.extend(r[0] for r in cur.fetchall())
+            return state
+
+    def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT read_used FROM sessions WHERE team_id = %s AND id = %s FOR UPDATE", (self.team, session_id)
+            )
+            row = cur.fetchone()
+            used = int(row[0]) if row else 0
+            granted = max(0, min(wanted, budget - used))
+            if granted:
+                cur.execute(
+                    "UPDATE sessions SET read_used = read_used + %s WHERE team_id = %s AND id = %s",
+                    (granted, self.team, session_id),
+                )
+                stamp = now()
+                cur.execute(
+                    "INSERT INTO session_reads (team_id, session_id, hex, at, last_at) VALUES (%s, %s, %s, %s, %s) "
+                    "ON CONFLICT (team_id, session_id, hex) DO UPDATE SET last_at = excluded.last_at",
+                    (self.team, session_id, hexid, stamp, stamp),
+                )
+            return granted
+
+    def set_failure(
+        self,
+        session_id: str,
+        tool: str | None,
+        error: str | None,
+        *,
+        signatures: Iterable[str] = (),
+        command: str | None = None,
+        checkout: str | None = None,
+    ) -> None:
+        sigs = Jsonb(list(dict.fromkeys(signatures))) if error else None
+        with self.db.cursor() as cur:
+            cur.execute(
+                "UPDATE sessions SET last_tool = %s, last_error = %s, last_failure_at = %s, last_signatures = %s, "
+                "last_command = %s, last_checkout = %s, outcome = CASE WHEN %s THEN '失败' ELSE outcome END "
+                "WHERE team_id = %s AND id = %s",
+                (tool, error, now() if error else None, sigs, command if error else None, checkout if error else None,
+                 bool(error), self.team, session_id),
+            )  # fmt: skip
+
+    def record_edits(self, session_id: str, paths: Iterable[str]) -> None:
+        wanted = list(dict.fromkeys(p for p in paths if p))
+        if not wanted:
+            return
+        with self.db.cursor() as cur:
+            # Only while a failure is pending: an edit before it or without one fixes nothing.
+            cur.execute(
+                "INSERT INTO session_edits (team_id, session_id, path, at) "
+                "SELECT s.team_id, s.id, p.path, %s FROM sessions s, unnest(%s::text[]) AS p(path) "
+                "WHERE s.team_id = %s AND s.id = %s AND s.last_failure_at IS NOT NULL "
+                "ON CONFLICT (team_id, session_id, path) DO UPDATE SET at = excluded.at",
+                (now(), wanted, self.team, session_id),
+            )
+
+    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
+        sql = (
+            "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout FROM sessions "
+            "WHERE team_id = %s AND id = %s"
+        )
+        with self.db.cursor() as cur:
+            # Most successes follow no failure: a plain read settles them without locking the row.
+            cur.execute(sql, (self.team, session_id))
+            if _pending(cur.fetchone(), tool) is None:
+                return None
+        with self.db.cursor() as cur:
+            cur.execute(sql + " FOR UPDATE", (self.team, session_id))
+            row = _pending(cur.fetchone(), tool)
+            if row is None:
+                return None
+            failed_tool, error, since, stored, command, checkout = row
+            if stored is not None:
+                signatures = [str(s) for s in stored]
+            else:  # a failure recorded without its signatures
+                from ...analysis.signature import analyze
+
+                signatures = list(analyze(error or "").signatures)
+            since_sql = (
+                "SELECT hex FROM {} WHERE team_id = %s AND session_id = %s AND COALESCE(last_at, at) >= %s "
+                "ORDER BY at, hex"
+            )
+            cur.execute(since_sql.format("session_reads"), (self.team, session_id, since))
+            used = [r[0] for r in cur.fetchall()]
+            cur.execute(
+                "UPDATE records SET used_success = used_success + 1 WHERE team_id = %s AND hex = ANY(%s)",
+                (self.team, used),
+            )
+            cur.execute(since_sql.format("session_notes"), (self.team, session_id, since))
+            notes = [r[0] for r in cur.fetchall()]
+            confirmed: list[str] = []
+            if notes and signatures:
+                cur.execute(
+                    "SELECT DISTINCT r.hex FROM records r JOIN signatures s ON s.team_id = r.team_id AND s.hex = r.hex "
+                    "WHERE r.team_id = %s AND r.hex = ANY(%s) AND s.sig = ANY(%s) AND NOT r.forgotten "
+                    "AND r.origin NOT IN ('local_auto', 'team_verified', 'human')",
+                    (self.team, notes, signatures),
+                )
+                found = {r[0] for r in cur.fetchall()}
+                confirmed = [h for h in notes if h in found]
+                cur.execute(
+                    "UPDATE records SET origin = 'local_auto' WHERE team_id = %s AND hex = ANY(%s)",
+                    (self.team, confirmed),
+                )
+            cur.execute(
+                "SELECT path FROM session_edits WHERE team_id = %s AND session_id = %s AND at >= %s ORDER BY at, path",
+                (self.team, session_id, since),
+            )
+            edited = [r[0] for r in cur.fetchall()]
+            cur.execute("DELETE FROM session_edits WHERE team_id = %s AND session_id = %s", (self.team, session_id))
+            cur.execute(
+                "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
+                "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' "
+                "WHERE team_id = %s AND id = %s",
+                (self.team, session_id),
+            )
+            return Resolved(
+                used,
+                confirmed,
+                tool=failed_tool or tool,
+                error=error or "",
+                signatures=tuple(signatures),
+                command=command,
+                noted=tuple(notes),
+                edited=tuple(edited),
+                checkout=checkout,
+            )
+
+    def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
+        wanted = list(dict.fromkeys(hexids))
+        if not wanted:
+            return None
+        with self.db.cursor() as cur:
+            for hexid in wanted:
+                cur.execute(
+                    "INSERT INTO session_recalls (team_id, session_id, hex, at) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (self.team, session_id, hexid, now()),
+                )
+                if cur.rowcount == 1:
+                    return hexid
+            return None
+
+
+def _pending(row: tuple[Any, ...] | None, tool: str) -> tuple[Any, ...] | None:
+    if row is None or row[2] is None or (row[0] or "").lower() != tool.lower():
+        return None
+    return row

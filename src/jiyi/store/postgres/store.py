@@ -1,0 +1,410 @@
+"""``PgStore(db, team)``: the ``Store`` interface on PostgreSQL, scoped to one team, for team memory.
+
+Every statement names the team (primary keys start with ``team_id``), so one database holds many
+teams and none can read, search or change another's records. The parts: records here (their rows
+in ``pg_rows``), look-ups and full text in ``pg_search``, the full-text terms' version in
+``pg_lexical``, sessions in ``pg_sessions``, and the team server's own operations (merge a push,
+changes since a cursor, verifications) in ``pg_team``, exposed here as methods.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from ...records import Record, Revision, Verification, now
+from ..base import Store
+from .database import Cursor, Member, PgDatabase, Team
+from .lexical import PgLexical
+from .rows import PUT_AUTHORED_SQL, PUT_SQL, SELECT, record_row, row_record
+from .sessions import PgSessions
+
+if TYPE_CHECKING:
+    from ...analysis.indexing import Derived
+    from ...ranking import Hit
+
+__all__ = ["Member", "PgDatabase", "PgStore", "Team"]
+
+
+class PgStore(PgLexical, PgSessions, Store):
+    """The records of team ``team`` (its id) in ``db``. Safe to share between threads: each call
+    takes a pooled connection for one transaction.
+
+    Writes, imports, re-indexing and forgetting move the record's ``seq`` (``bump``), as merges
+    and verifications do; a session's counters (``add_evidence``, ``resolve_failure``) do not:
+    on the server evidence arrives by ``merge_pushed``, as each member's absolute values."""
+
+    def __init__(self, db: PgDatabase, team: int) -> None:
+        self.db = db
+        self.team = team
+        self.path = f"{db.description}/team={team}"
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """The pool belongs to ``db`` (shared by every team's store): closing one store keeps it."""
+
+    def applied_migrations(self) -> list[tuple[str, str]]:
+        return self.db.applied_migrations()
+
+    def integrity_check(self) -> list[str]:
+        problems: list[str] = []
+        counted = self.term_stats([]).total
+        with self.db.cursor() as cur:
+            cur.execute("SELECT count(*) FROM records WHERE team_id = %s AND tsv IS NOT NULL", (self.team,))
+            indexed = int(cur.fetchone()[0])  # type: ignore[index]
+            if counted != indexed:
+                problems.append(f"term counts: {counted} indexed records counted, {indexed} found")
+            cur.execute(
+                "SELECT count(*) FROM records WHERE team_id = %s AND (forgotten = (tsv IS NOT NULL))", (self.team,)
+            )
+            if wrong := int(cur.fetchone()[0]):  # type: ignore[index]
+                problems.append(f"full-text index: {wrong} records indexed when forgotten or not when live")
+        return problems
+
+    @contextmanager
+    def writing(self) -> Iterator[Cursor]:
+        """A write's transaction, and once it committed the term queue's clean-up when due."""
+        with self.db.cursor() as cur:
+            yield cur
+        self.vacuum_if_due()
+
+    def bump(self, cur: Cursor, hexids: list[str]) -> None:
+        """Give the records a new ``seq``, last in the transaction and under the team's lock, so a
+        pull never skips a change that commits late (seq order is commit order). The term changes
+        are folded just before, on the same connection: a fold after the commit took a second
+        pooled connection per push, and under load each check-out waits its turn again."""
+        self.fold_into(cur)
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s::int)", (self.db.lock_class, self.team))
+        cur.execute(
+            "UPDATE records SET seq = nextval('record_seq') WHERE team_id = %s AND hex = ANY(%s)", (self.team, hexids)
+        )
+
+    # -- records -----------------------------------------------------------------------------
+    def _select(self, where: str, params: Iterable[Any], tail: str = "") -> list[Record]:
+        # One statement: each record's signatures, symbols and marks come as arrays of its row
+        # (were three more statements, a round trip each, for every load).
+        with self.reading() as cur:
+            cur.execute(f"SELECT {SELECT} FROM records r WHERE team_id = %s AND {where} {tail}", (self.team, *params))
+            return [row_record(row) for row in cur.fetchall()]
+
+    def get(self, hexid: str, *, include_forgotten: bool = False) -> Record | None:
+        found = self._select("hex = %s" + ("" if include_forgotten else " AND NOT forgotten"), (hexid,))
+        return found[0] if found else None
+
+    def get_many(self, hexids: Iterable[str]) -> list[Record]:
+        wanted = list(dict.fromkeys(hexids))
+        if not wanted:
+            return []
+        return self._select("NOT forgotten AND hex = ANY(%s)", (wanted,))
+
+    def find_topic(self, topic_key: str, scope: str, project_key: str) -> Record | None:
+        # Local records only: a note never revises a record pulled from the team (team-protocol.md).
+        topic_scope = project_key if scope == "project" else ""
+        found = self._select(
+            "topic_key = %s AND scope = %s AND topic_scope = %s AND NOT forgotten AND NOT remote",
+            (topic_key, scope, topic_scope),
+            "ORDER BY updated DESC LIMIT 1",
+        )
+        return found[0] if found else None
+
+    def put(self, cur: Cursor, record: Record, derived: Derived | None, *, author: str | None = None) -> None:
+        """Insert or replace ``record``'s row, signatures, symbols and full text (not its revisions);
+        ``author``, the member of a push, is stored only when the row is new."""
+        row = record_row(self.team, record, derived)
+        if author is None:
+            cur.execute(PUT_SQL, row)
+        else:
+            cur.execute(PUT_AUTHORED_SQL, (row[0], author, *row[1:]))
+        for table, column, values in (("signatures", "sig", record.signatures), ("symbols", "symbol", record.symbols)):
+            cur.execute(f"DELETE FROM {table} WHERE team_id = %s AND hex = %s", (self.team, record.hex))
+            if values and not record.forgotten:
+                cur.execute(
+                    f"INSERT INTO {table} (team_id, {column}, hex) SELECT %s, v, %s FROM unnest(%s::text[]) v "
+                    "ON CONFLICT DO NOTHING",
+                    (self.team, record.hex, list(values)),
+                )
+
+    def put_revisions(self, cur: Cursor, revisions: Iterable[Revision]) -> int:
+        """Add the revisions that are not there yet; how many were added."""
+        revs = list(revisions)
+        if not revs:
+            return 0
+        cur.execute(
+            "INSERT INTO revisions (team_id, hex, revision, session_id, created, change, snapshot) "
+            "SELECT %s, * FROM unnest(%s::text[], %s::int[], %s::text[], %s::text[], %s::text[], %s::jsonb[]) "
+            "ON CONFLICT DO NOTHING",
+            (
+                self.team,
+                [r.hex for r in revs],
+                [r.revision for r in revs],
+                [r.session_id for r in revs],
+                [r.created for r in revs],
+                [r.change for r in revs],
+                [Jsonb(r.snapshot) for r in revs],
+            ),
+        )
+        return cur.rowcount
+
+    def put_marks(self, cur: Cursor, source: str, marks: Iterable[tuple[str, str, str]]) -> int:
+        """Add the (target, relation, created) marks ``source`` made that are not there yet."""
+        given = list(marks)
+        if not given:
+            return 0
+        cur.execute(
+            "INSERT INTO relations (team_id, source_hex, target_hex, relation, created) "
+            "SELECT %s, %s, * FROM unnest(%s::text[], %s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+            (self.team, source, [m[0] for m in given], [m[1] for m in given], [m[2] for m in given]),
+        )
+        return cur.rowcount
+
+    def write_record(
+        self,
+        record: Record,
+        revision: Revision,
+        derived: Derived,
+        *,
+        marks: Iterable[tuple[str, str]] = (),
+        session_id: str | None = None,
+    ) -> None:
+        with self.writing() as cur:
+            self.put(cur, record, derived)
+            cur.execute(
+                "INSERT INTO revisions (team_id, hex, revision, session_id, created, change, snapshot) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (self.team, revision.hex, revision.revision, revision.session_id, revision.created, revision.change,
+                 Jsonb(revision.snapshot)),
+            )  # fmt: skip
+            self.put_marks(cur, record.hex, [(t, r, revision.created) for t, r in marks])
+            if session_id:
+                cur.execute(
+                    "INSERT INTO session_notes (team_id, session_id, hex, at, last_at) VALUES (%s, %s, %s, %s, %s) "
+                    "ON CONFLICT (team_id, session_id, hex) DO UPDATE SET last_at = excluded.last_at",
+                    (self.team, session_id, record.hex, revision.created, revision.created),
+                )
+            self.bump(cur, [record.hex])
+
+    def write_many(self, items: Iterable[tuple[Record, Revision, Derived]]) -> int:
+        written: list[str] = []
+        with self.writing() as cur:
+            for record, revision, derived in items:
+                self.put(cur, record, derived)
+                cur.execute(
+                    "INSERT INTO revisions (team_id, hex, revision, session_id, created, change, snapshot) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (self.team, revision.hex, revision.revision, revision.session_id, revision.created,
+                     revision.change, Jsonb(revision.snapshot)),
+                )  # fmt: skip
+                written.append(record.hex)
+            self.bump(cur, written)
+        return len(written)
+
+    def signed_with(self, hexid: str) -> tuple[str, tuple[str, ...]]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT sig_algorithm, normalized FROM records WHERE team_id = %s AND hex = %s", (self.team, hexid)
+            )
+            row = cur.fetchone()
+        return ("", ()) if row is None else (str(row[0]), tuple(row[1]))
+
+    def reindex_record(self, record: Record, derived: Derived) -> None:
+        with self.writing() as cur:
+            self.put(cur, record, derived)
+            self.bump(cur, [record.hex])
+
+    def revisions(self, hexid: str) -> list[Revision]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT hex, revision, session_id, created, change, snapshot FROM revisions "
+                "WHERE team_id = %s AND hex = %s ORDER BY revision",
+                (self.team, hexid),
+            )
+            return [Revision(*row) for row in cur.fetchall()]
+
+    def list_records(
+        self, *, limit: int = 50, offset: int = 0, project: str | None = None, include_forgotten: bool = False
+    ) -> list[Record]:
+        where = "true" if include_forgotten else "NOT forgotten"
+        params: list[Any] = []
+        if project is not None:
+            where += " AND project = %s"
+            params.append(project)
+        return self._select(where, [*params, limit, offset], "ORDER BY updated DESC, rid DESC LIMIT %s OFFSET %s")
+
+    def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]:
+        last = 0
+        flt = "" if include_forgotten else " AND NOT forgotten"
+        while True:
+            with self.db.cursor() as cur:
+                cur.execute(
+                    f"SELECT rid, {SELECT} FROM records r WHERE team_id = %s AND rid > %s{flt} ORDER BY rid LIMIT 500",
+                    (self.team, last),
+                )
+                rows = cur.fetchall()
+            if not rows:
+                return
+            yield from (row_record(row[1:]) for row in rows)
+            last = rows[-1][0]
+
+    def count(self, *, include_forgotten: bool = False) -> int:
+        flt = "" if include_forgotten else " AND NOT forgotten"
+        with self.db.cursor() as cur:
+            cur.execute(f"SELECT count(*) FROM records WHERE team_id = %s{flt}", (self.team,))
+            return int(cur.fetchone()[0])  # type: ignore[index]
+
+    def forget(self, hexid: str) -> bool:
+        with self.writing() as cur:
+            cur.execute(
+                "UPDATE records SET forgotten = true, updated = %s, tsv = NULL "
+                "WHERE team_id = %s AND hex = %s AND NOT forgotten",
+                (now(), self.team, hexid),
+            )
+            if cur.rowcount != 1:
+                return False
+            for table in ("signatures", "symbols"):
+                cur.execute(f"DELETE FROM {table} WHERE team_id = %s AND hex = %s", (self.team, hexid))
+            self.bump(cur, [hexid])
+            return True
+
+    def purge(self, hexid: str) -> bool:
+        # PostgreSQL keeps a deleted row's bytes until VACUUM reuses the page; autovacuum does that
+        # for these tables, and `VACUUM` right away is the database administrator's call.
+        with self.writing() as cur:
+            cur.execute("DELETE FROM records WHERE team_id = %s AND hex = %s", (self.team, hexid))
+            if cur.rowcount != 1:
+                return False
+            tables = ("signatures", "symbols", "revisions", "session_reads", "session_notes", "session_recalls")
+            for table in (*tables, "record_confirmations", "evidence", "verifications"):
+                cur.execute(f"DELETE FROM {table} WHERE team_id = %s AND hex = %s", (self.team, hexid))
+            cur.execute(
+                "DELETE FROM relations WHERE team_id = %s AND (source_hex = %s OR target_hex = %s)",
+                (self.team, hexid, hexid),
+            )
+            self.fold_into(cur)  # no seq to move (the record is gone); its term counts still move
+            return True
+
+    def add_evidence(
+        self, hexid: str, *, sources: int = 0, used_success: int = 0, session_id: str | None = None
+    ) -> None:
+        with self.db.cursor() as cur:
+            if session_id is not None:
+                cur.execute(
+                    "INSERT INTO record_confirmations (team_id, hex, session_id, at) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (self.team, hexid, session_id, now()),
+                )
+                if cur.rowcount != 1:
+                    sources = 0  # this session confirmed it before
+            cur.execute(
+                "UPDATE records SET sources = sources + %s, used_success = used_success + %s "
+                "WHERE team_id = %s AND hex = %s",
+                (sources, used_success, self.team, hexid),
+            )
+
+    def stats(self) -> dict[str, Any]:
+        with self.db.cursor() as cur:
+
+            def one(sql: str) -> int:
+                cur.execute(sql, (self.team,))
+                return int(cur.fetchone()[0])  # type: ignore[index]
+
+            def by(col: str) -> dict[str, int]:
+                cur.execute(
+                    f"SELECT {col}, count(*) FROM records WHERE team_id = %s AND NOT forgotten "
+                    f"GROUP BY {col} ORDER BY 2 DESC, 1",
+                    (self.team,),
+                )
+                return {str(k): int(v) for k, v in cur.fetchall()}
+
+            return {
+                "records": one("SELECT count(*) FROM records WHERE team_id = %s AND NOT forgotten"),
+                "forgotten": one("SELECT count(*) FROM records WHERE team_id = %s AND forgotten"),
+                "revisions": one("SELECT count(*) FROM revisions WHERE team_id = %s"),
+                "sessions": one("SELECT count(*) FROM sessions WHERE team_id = %s"),
+                "by_type": by("type"),
+                "by_origin": by("origin"),
+                "by_project": by("project"),
+            }
+
+    # -- transfer ----------------------------------------------------------------------------
+    def import_record(
+        self, record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]], derived: Derived
+    ) -> bool:
+        with self.writing() as cur:
+            cur.execute("SELECT 1 FROM records WHERE team_id = %s AND hex = %s", (self.team, record.hex))
+            if cur.fetchone():
+                return False
+            self.put(cur, record, derived)
+            self.put_revisions(cur, revisions)
+            self.put_marks(cur, record.hex, marks)
+            self.bump(cur, [record.hex])
+            return True
+
+    def marks_by(self, hexid: str) -> list[tuple[str, str, str]]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT target_hex, relation, created FROM relations WHERE team_id = %s AND source_hex = %s "
+                "ORDER BY created, target_hex",
+                (self.team, hexid),
+            )
+            return [(str(t), str(r), str(c)) for t, r, c in cur.fetchall()]
+
+    # -- the team server's operations (pg_team) ----------------------------------------------
+    def merge_pushed(self, data: dict[str, Any], member: str) -> bool:
+        """Merge one pushed record (an export line, ``transfer.record_to_json``, with its
+        ``reproduction``) from ``member``. A new record is inserted; a known one gains the revisions
+        it lacks (by number), takes the fields of the highest revision, gains the marks it lacks (by
+        target and relation), and ``member``'s evidence (absolute ``sources`` / ``used_success``)
+        replaces that member's earlier values, the record's counters being the sums over members.
+        The server's verification and ``team_verified`` origin are kept. False when nothing changed
+        (a retried push): then ``seq`` stays. ``InvalidArgument`` for a malformed line."""
+        from .team import merge_pushed
+
+        return merge_pushed(self, data, member)
+
+    def changes_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """(export lines with ``seq``, the new cursor, whether more remain) of the team's live
+        records changed after ``cursor`` (0 for everything), oldest change first, at most ``limit``."""
+        from .team import changes_since
+
+        return changes_since(self, cursor, limit)
+
+    def forget_in_team(self, hexid: str, *, purge: bool, member: str | None = None) -> str:
+        """Forget (or purge) ``hexid`` for the whole team, leaving a tombstone pulls see, if
+        ``member`` may (None: the operator, who may): ``pg_team.FORGOTTEN``, ``UNKNOWN`` or ``REFUSED``."""
+        from .team import forget
+
+        return forget(self, hexid, purge=purge, member=member)
+
+    def forgotten_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """(tombstones after ``cursor``, the new cursor, whether more remain), oldest first."""
+        from .team import forgotten_since
+
+        return forgotten_since(self, cursor, limit)
+
+    def verification_candidates(self, limit: int) -> list[dict[str, Any]]:
+        """Export lines of live records with a fix and a reproduction that no replay has run on yet."""
+        from .team import verification_candidates
+
+        return verification_candidates(self, limit)
+
+    def add_verification(self, hexid: str, *, passed: bool, how: str, environment: str, detail: str) -> Verification:
+        """Keep one replay run of record ``hexid`` and return its updated summary (last date, how,
+        environment, passed / tries); a passing run makes the origin ``team_verified``; the
+        record's ``seq`` moves. ``NotFound`` when the team has no such live record."""
+        from .team import add_verification
+
+        return add_verification(self, hexid, passed=passed, how=how, environment=environment, detail=detail)
+
+    def search_hits(self, query: str, limit: int, *, project_key: str = "") -> list[Hit]:
+        """``ranking.rank`` over the team's records for ``query`` (the server's ``/v1/search``):
+        global records and, with ``project_key``, that project's."""
+        from ...ranking import Query, rank
+
+        with ExitStack() as search:
+            pinned = copy.copy(self)
+            pinned._search = search
+            return rank(pinned, Query(text=query, project_key=project_key), limit=limit)

@@ -1,0 +1,296 @@
+"""The outbox of team memory (docs/team-protocol.md): what this machine sends the team server,
+and the client's state (``sync_state``).
+
+The outbox is filled by SQLite triggers (migration ``m006_team_sync``) once syncing is on
+(``enable``), so every path that writes a record — notes, automatic records, evidence, imports —
+queues it in its own transaction, coalesced to one row a record. A push sends each queued record's
+current state and removes a row only after the server answered for it, and only when the record
+did not change meanwhile (``changes``), so a retry after a crash between send and answer sends the
+same state again, which the server merges as a no-op. A failure leaves the rows and backs off:
+5 s, doubling to 10 min, per row and for the server as a whole (``retry_at``, which background
+syncs wait out).
+
+Evidence: a record's ``sources`` / ``used_success`` in the store are the totals shown; the table
+``team_evidence`` holds the team's share of them (the pulled totals less this machine's own). A
+push sends ``total - team share`` — this machine's own, absolute, as the server keeps it per
+member — and a pull replaces only the team share (``sync``), so counting done here meanwhile is
+never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from ...errors import Forbidden, InvalidArgument, JiyiError
+from ...records import Record, now
+from ...transfer import record_to_json
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from ...store.sqlite.store import SQLiteStore
+    from .http import TeamClient
+
+BATCH = 100  # records a push (docs/team-protocol.md)
+MAX_BODY = 1024 * 1024  # a request body the team server takes (team_server, team_limits.read_body)
+# A batch stops short of the server's limit: the envelope and JSON escaping add a little.
+BATCH_BYTES = MAX_BODY - 64 * 1024
+BACKOFF_FIRST = 5.0
+BACKOFF_MAX = 600.0
+Progress = Callable[[int], None]
+Batch = list[tuple[str, int, dict[str, Any]]]  # (hex, changes when read, wire line)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds")
+
+
+def backoff(attempts: int) -> float:
+    """Seconds before try number ``attempts + 1``: 5 s after the first failure, doubling, at most 10 min."""
+    return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2.0 ** max(0, attempts - 1)))
+
+
+# -- state -----------------------------------------------------------------------------------
+def get_state(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM sync_state WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_state(db: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        db.execute("DELETE FROM sync_state WHERE key = ?", (key,))
+    else:
+        db.execute(
+            "INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+
+def enable(store: SQLiteStore) -> None:
+    """Turn syncing on (once): this machine's records written so far are queued, and from now on
+    the triggers queue every change."""
+    with store.transaction() as db:
+        if get_state(db, "sync") == "on":
+            return
+        stamp = now()
+        db.execute(
+            "INSERT OR IGNORE INTO outbox (hex, queued) SELECT hex, ? FROM records WHERE remote = 0 AND forgotten = 0",
+            (stamp,),
+        )
+        set_state(db, "sync", "on")
+
+
+_KEPT_HOME = {"all": "0", "global": "(r.remote = 0 AND r.scope = 'project')", "none": "1"}
+
+
+@dataclass
+class Status:
+    machine: str
+    cursor: int
+    pending: int  # rows a push would send under the current team_push
+    held: int  # rows team_push keeps home
+    failing: int  # rows whose last push failed
+    forgets: int  # forgets and purges of this machine's records not yet answered (``team_forget``)
+    last_push: str | None
+    last_pull: str | None
+    last_error: str | None
+    retry_at: str | None
+    syncing: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def status(store: SQLiteStore, team_push: str = "all") -> Status:
+    home = _KEPT_HOME[team_push]
+    with store.transaction() as db:
+        counts = db.execute(
+            f"SELECT COALESCE(sum(NOT {home}), 0), COALESCE(sum({home}), 0), "
+            f"COALESCE(sum(o.last_error IS NOT NULL AND NOT {home}), 0) "
+            "FROM outbox o JOIN records r ON r.hex = o.hex"
+        ).fetchone()
+        values = {k: get_state(db, k) for k in ("machine", "cursor", "last_push", "last_pull", "last_error", "sync")}
+        retry_at = get_state(db, "retry_at")
+        forgets = int(db.execute("SELECT count(*) FROM outbox_forget").fetchone()[0])
+    return Status(
+        machine=values["machine"] or "",
+        cursor=int(values["cursor"] or 0),
+        pending=int(counts[0]),
+        held=int(counts[1]),
+        failing=int(counts[2]),
+        forgets=forgets,
+        last_push=values["last_push"],
+        last_pull=values["last_pull"],
+        last_error=values["last_error"],
+        retry_at=retry_at,
+        syncing=values["sync"] == "on",
+    )
+
+
+def waiting(store: SQLiteStore) -> bool:
+    """The server failed lately and its backoff has not run out (background syncs wait)."""
+    with store.transaction() as db:
+        retry_at = get_state(db, "retry_at")
+    return retry_at is not None and retry_at > _stamp(datetime.now(timezone.utc))
+
+
+def mark_failed(store: SQLiteStore, hexes: Iterable[str], error: JiyiError) -> None:
+    """Rows that were not answered back off; so does the server as a whole."""
+    text = f"{error.code}: {getattr(error, 'reason', '') or error.message}"
+    moment = datetime.now(timezone.utc)
+    with store.transaction() as db:
+        for hexid in hexes:
+            row = db.execute("SELECT attempts FROM outbox WHERE hex = ?", (hexid,)).fetchone()
+            if row is None:
+                continue
+            attempts = int(row[0]) + 1
+            db.execute(
+                "UPDATE outbox SET attempts = ?, next_try = ?, last_error = ? WHERE hex = ?",
+                (attempts, _stamp(moment + timedelta(seconds=backoff(attempts))), text, hexid),
+            )
+        failures = int(get_state(db, "failures") or 0) + 1
+        wait = max(backoff(failures), float(getattr(error, "retry_after", 0.0)))
+        set_state(db, "failures", str(failures))
+        set_state(db, "retry_at", _stamp(moment + timedelta(seconds=wait)))
+        set_state(db, "last_error", f"{_stamp(moment)} {text}")
+
+
+def mark_answered(db: sqlite3.Connection) -> None:
+    set_state(db, "failures", None)
+    set_state(db, "retry_at", None)
+    set_state(db, "last_error", None)
+
+
+# -- push ------------------------------------------------------------------------------------
+def wire_line(store: SQLiteStore, db: sqlite3.Connection, record: Record) -> dict[str, Any]:
+    """The record as pushed: its export line with this machine's own counters (absolute)."""
+    line = record_to_json(store, record)
+    team = db.execute("SELECT sources, used_success FROM team_evidence WHERE hex = ?", (record.hex,)).fetchone()
+    if team is not None:
+        line["sources"] = max(0, record.sources - int(team[0]))
+        line["used_success"] = max(0, record.used_success - int(team[1]))
+    return line
+
+
+@dataclass
+class PushReport:
+    sent: int = 0
+    accepted: int = 0
+    unchanged: int = 0
+    refused: list[str] = field(default_factory=list)  # hexes the server refused (another team's)
+    forgotten: int = 0  # this machine's forgets and purges the server applied (``team_forget``)
+    forgets_refused: int = 0  # ... and those it refused: another member pushed the record first
+
+
+def _due(store: SQLiteStore, team_push: str, force: bool, skip: set[str]) -> list[tuple[str, int]]:
+    clock = "" if force else "AND o.next_try <= ? "
+    params: list[Any] = [] if force else [_stamp(datetime.now(timezone.utc))]
+    with store.transaction() as db:
+        # A forgotten record is not pushed again: its forget goes instead (``team_forget``).
+        db.execute("DELETE FROM outbox WHERE hex IN (SELECT hex FROM records WHERE forgotten = 1)")
+        rows = db.execute(
+            f"SELECT o.hex, o.changes FROM outbox o JOIN records r ON r.hex = o.hex "
+            f"WHERE NOT {_KEPT_HOME[team_push]} {clock}ORDER BY o.queued, o.hex LIMIT ?",
+            [*params, BATCH + len(skip)],
+        ).fetchall()
+    return [(str(h), int(c)) for h, c in rows if h not in skip][:BATCH]
+
+
+def push(
+    store: SQLiteStore,
+    client: TeamClient,
+    *,
+    team_push: str = "all",
+    force: bool = False,
+    progress: Progress | None = None,
+) -> PushReport:
+    """Send what the outbox holds (due rows; every row with ``force``) in batches of at most 100
+    records and 1 MiB. Raises ``Unavailable`` (after backing off) when the server cannot be reached;
+    whatever was not answered stays queued."""
+    from . import forget
+
+    report = PushReport()
+    # Forgets first, whatever team_push says: they only take back what was sent before.
+    forgets = forget.send(store, client)
+    report.forgotten, report.forgets_refused = forgets.forgotten, len(forgets.refused)
+    if team_push == "none":
+        return report
+    enable(store)
+    with store.transaction() as db:
+        machine = get_state(db, "machine") or ""
+    skip: set[str] = set()  # refused or too large this time: not sent again in this push
+    while True:
+        rows = _due(store, team_push, force, skip)
+        if not rows:
+            return report
+        batch: Batch = []
+        size = 0
+        with store.transaction() as db:
+            for hexid, changes in rows:
+                record = store.get(hexid)
+                if record is None:  # gone meanwhile: nothing to send
+                    db.execute("DELETE FROM outbox WHERE hex = ?", (hexid,))
+                    continue
+                line = wire_line(store, db, record)
+                length = len(json.dumps(line, ensure_ascii=False).encode())
+                if batch and size + length > BATCH_BYTES:
+                    break
+                batch.append((hexid, changes, line))
+                size += length
+        if len(batch) == 1 and size > BATCH_BYTES:
+            mark_failed(store, [batch[0][0]], InvalidArgument("record", "larger than the server takes (1 MiB)"))
+            skip.add(batch[0][0])
+            continue
+        if not batch:
+            return report
+        try:
+            _send(store, client, machine, batch, report)
+        except JiyiError as exc:
+            mark_failed(store, [h for h, _, _ in batch], exc)
+            raise
+        skip.update(h for h, _, _ in batch)  # once a push: a record changed on the way goes next time
+        if progress:
+            progress(len(batch))
+
+
+def _send(
+    store: SQLiteStore,
+    client: TeamClient,
+    machine: str,
+    batch: list[tuple[str, int, dict[str, Any]]],
+    report: PushReport,
+) -> set[str]:
+    """Push one batch; a 403 (a record of another team in it) is retried one record at a time, so
+    one refused record does not hold back the others. Returns the hexes the server answered for."""
+    try:
+        answer = client.push(machine, [line for _, _, line in batch])
+    except Forbidden as exc:
+        if len(batch) == 1:
+            report.refused.append(batch[0][0])
+            mark_failed(store, [batch[0][0]], exc)
+            return set()
+        done: set[str] = set()
+        for item in batch:
+            done |= _send(store, client, machine, [item], report)
+        return done
+    accepted, unchanged = set(answer["accepted"]), set(answer["unchanged"])
+    answered = accepted | unchanged
+    report.sent += len(batch)
+    report.accepted += len(accepted)
+    report.unchanged += len(unchanged)
+    with store.transaction() as db:
+        # Only when nothing changed while the batch was on the way: otherwise the newer state goes next.
+        db.executemany(
+            "DELETE FROM outbox WHERE hex = ? AND changes = ?", [(h, c) for h, c, _ in batch if h in answered]
+        )
+        db.executemany(
+            "UPDATE outbox SET attempts = 0, next_try = '', last_error = NULL WHERE hex = ?",
+            [(h,) for h, _, _ in batch if h in answered],
+        )
+        set_state(db, "last_push", now())
+        mark_answered(db)
+    return answered
