@@ -98,7 +98,7 @@ def settled(jiyi_home: Path, deadline_seconds: float = 30.0) -> None:
     import sqlite3
     import time
 
-    from jiyi.capture.finisher import MAX_ATTEMPTS
+    from jiyi.store.sqlite.statements import MAX_ATTEMPTS
 
     store = jiyi_home / "jiyi.db"
     deadline = time.monotonic() + deadline_seconds

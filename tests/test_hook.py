@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 import jiyi
+from jiyi.capture import cleaning, hook
 from jiyi.capture import events as hook_events
 from jiyi.capture import fast_path as hook_quick
-from jiyi.capture import hook
-from jiyi.capture import results as tool_results
 
 from .helpers import ZLIB, git_repo, run_hook
 
@@ -238,8 +237,8 @@ def test_an_interrupted_bash_call_is_a_failure() -> None:
 def test_long_errors_are_capped_and_secrets_redacted() -> None:
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     text = "Exit code 1\n" + "compiling …\n" * 5000 + f"fatal: https://x:{token}@github.com/a/b.git\nld: failed"
-    cleaned = tool_results.clean_error(text)
-    assert cleaned is not None and len(cleaned) <= tool_results.MAX_ERROR
+    cleaned = cleaning.clean_error(text)
+    assert cleaned is not None and len(cleaned) <= cleaning.MAX_ERROR
     assert cleaned.startswith("Exit code 1\n…\n") and cleaned.endswith("ld: failed")
     assert token not in cleaned
 

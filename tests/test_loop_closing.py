@@ -19,6 +19,7 @@ from jiyi.capture import fast_path as hook_quick
 from jiyi.capture import finisher as loop_closing
 from jiyi.capture import hook
 from jiyi.records import Record
+from jiyi.store.sqlite import statements
 
 from .helpers import hook_env, run_hook, settled
 
@@ -113,7 +114,7 @@ def test_a_finisher_killed_after_writing_leaves_one_record(jiyi_home: Path, proj
     store_path = str(jiyi_home / "jiyi.db")
     # A finisher that took the row and wrote the record, then was killed before deleting the row.
     db = sqlite3.connect(store_path, isolation_level=None)
-    claimed = loop_closing._claim(db)
+    claimed = statements.claim(db)
     db.close()
     assert claimed is not None
     with jiyi.Memory() as memory:
@@ -193,13 +194,13 @@ def test_a_row_that_keeps_failing_is_given_up_and_the_others_still_finish(
     db.close()
     store_path = str(jiyi_home / "jiyi.db")
     assert loop_closing.finish(store_path) == 1
-    left = [("y", None, loop_closing.MAX_ATTEMPTS), ("x", None, loop_closing.MAX_ATTEMPTS)]
+    left = [("y", None, statements.MAX_ATTEMPTS), ("x", None, statements.MAX_ATTEMPTS)]
     assert [r[:3] for r in _queued(jiyi_home)] == left
     err = capsys.readouterr().err
     assert "jiyi hook --finish: row -1: JSONDecodeError" in err and "row 0: KeyError" in err
     assert len(_records()) == 1
     assert loop_closing.finish(store_path) == 0  # given up on: not tried again
-    assert _queued(jiyi_home)[0][2] == loop_closing.MAX_ATTEMPTS
+    assert _queued(jiyi_home)[0][2] == statements.MAX_ATTEMPTS
 
 
 def test_jiyi_hook_finish_writes_the_queued_records(
@@ -250,7 +251,7 @@ def test_jiyi_doctor_shows_the_queue(tmp_path: Path, jiyi_home: Path, project: P
     _closed_and_queued(project, jiyi_home)
     assert json.loads(doctor("--json").stdout)["auto_records_queued"] == {"waiting": 1, "given_up": 0}
     with sqlite3.connect(jiyi_home / "jiyi.db") as db:
-        db.execute("UPDATE auto_record_queue SET attempts = ?", (loop_closing.MAX_ATTEMPTS,))
+        db.execute("UPDATE auto_record_queue SET attempts = ?", (statements.MAX_ATTEMPTS,))
     db.close()
     text = doctor().stdout.splitlines()
     assert "automatic records queued: 0 waiting, 1 given up (the next hook event finishes the waiting ones)" in text

@@ -20,6 +20,7 @@ psycopg = pytest.importorskip("psycopg")
 from jiyi.analysis.indexing import derive  # noqa: E402
 from jiyi.errors import InvalidArgument, NotFound, Unavailable  # noqa: E402
 from jiyi.records import Fix, Record, Reproduction  # noqa: E402
+from jiyi.store import base as store_base  # noqa: E402
 from jiyi.store.base import TermStats  # noqa: E402
 from jiyi.store.postgres import migrations as pg_migrations  # noqa: E402
 from jiyi.store.postgres.rows import PUT_SQL, record_row  # noqa: E402
@@ -434,11 +435,10 @@ def test_hostile_searches_are_plain_text(db: PgDatabase, client: SQLiteStore, qu
 
 
 def test_a_common_term_is_ranked_among_a_bounded_sample(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
-    from jiyi.store.postgres import search as pg_search
 
     store = PgStore(db, db.create_team("t"))
     records = [made(f"deflate {i}") for i in range(3)]
     store.write_many((r, first(r), derive(r)) for r in records)
     assert len(store.by_terms(["deflate"], 5)) == 3
-    monkeypatch.setattr(pg_search, "_TERM_SCAN", 2)
+    monkeypatch.setattr(store_base, "TERM_SCAN", 2)
     assert len(store.by_terms(["deflate"], 5)) == 2

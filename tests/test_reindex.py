@@ -16,7 +16,7 @@ from jiyi.analysis import indexing, lexical
 from jiyi.analysis.signature import analyze
 from jiyi.cli import main
 from jiyi.store.reindex import reindex, upgrade_terms
-from jiyi.store.sqlite import store as sqlite_store
+from jiyi.store.sqlite import lexical as sqlite_lexical
 from jiyi.store.sqlite.store import SQLiteStore
 
 from .helpers import ZLIB, note
@@ -144,8 +144,8 @@ def test_a_large_store_upgrades_a_batch_an_open_and_reindex_finishes_it(
     russian = _write(8)
     _make_old(jiyi_home / "jiyi.db")
     # A store too large for the time an open may spend: one batch each open, then it returns.
-    monkeypatch.setattr(sqlite_store, "_UPGRADE_BATCH", 2)
-    monkeypatch.setattr(sqlite_store, "_UPGRADE_ON_OPEN_S", 0.0)
+    monkeypatch.setattr(sqlite_lexical, "_UPGRADE_BATCH", 2)
+    monkeypatch.setattr(sqlite_lexical, "_UPGRADE_ON_OPEN_S", 0.0)
     with jiyi.Memory() as memory:
         assert memory.store.lexical_state() == (1, 7)
     doctor = CliRunner().invoke(main, ["doctor"])
@@ -171,8 +171,8 @@ def test_an_upgrade_stopped_half_way_loses_nothing_and_resumes(
 ) -> None:
     russian = _write(3)
     _make_old(jiyi_home / "jiyi.db")
-    monkeypatch.setattr(sqlite_store, "_UPGRADE_ON_OPEN_S", 0.0)
-    monkeypatch.setattr(sqlite_store, "_UPGRADE_BATCH", 2)
+    monkeypatch.setattr(sqlite_lexical, "_UPGRADE_ON_OPEN_S", 0.0)
+    monkeypatch.setattr(sqlite_lexical, "_UPGRADE_BATCH", 2)
     calls = {"n": 0}
     real = indexing.lexical_index
 

@@ -17,8 +17,8 @@ from jiyi.analysis.indexing import derive
 from jiyi.config import Settings
 from jiyi.errors import Unavailable
 from jiyi.records import Record, Revision, new_hex, now, snapshot
+from jiyi.store import base as store_base
 from jiyi.store.sqlite import migrations
-from jiyi.store.sqlite import store as sqlite_store
 from jiyi.store.sqlite.store import SQLiteStore
 
 from .helpers import ZLIB, note
@@ -221,6 +221,6 @@ def test_a_common_term_is_ranked_among_its_newest_matches_only(
     records = [made(0, "deflate deflate"), *(made(i, f"record {i}") for i in range(1, 5))]
     store.write_many([(r, Revision(r.hex, 1, "s", r.created, "created", snapshot(r)), derive(r)) for r in records])
     assert store.by_terms(["deflate"], 1) == [records[0].hex]
-    monkeypatch.setattr(sqlite_store, "_TERM_SCAN", 3)
+    monkeypatch.setattr(store_base, "TERM_SCAN", 3)
     found = store.by_terms(["deflate"], 5)
     assert sorted(found) == sorted(r.hex for r in records[2:])

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .analysis.redact import redact
 from .analysis.signature import analyze
-from .capture.results import clean_command
+from .capture.cleaning import clean_command
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
 from .project import Project, checkout_point, reproduction_at
 from .ranking import Hit, Query, rank

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..analysis.redact import redact
 from ..project import reproduction_at
 from ..records import Fix, Record, checked_by, new_hex, now
-from .results import clean_command
+from .cleaning import clean_command, command_changed, evident
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -44,10 +44,6 @@ def topic_key(signatures: Sequence[str], error: str) -> str:
     """``auto/<12 hex>`` from the failure's first signature (its error text when it has none)."""
     seed = signatures[0] if signatures else " ".join(error.split())
     return TOPIC_PREFIX + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:12]
-
-
-def _same_command(a: str, b: str) -> bool:
-    return a.split() == b.split()
 
 
 def _shown(path: str, root: Path | None) -> str:
@@ -82,10 +78,10 @@ def build(
         return None  # the note is the record (and resolve_failure confirmed it)
     before = clean_command(resolved.command)
     after = clean_command(command)
-    changed = before is not None and after is not None and not _same_command(before, after)
-    files = list(dict.fromkeys(_shown(p, project.root) for p in resolved.edited))
-    if not changed and not files:
+    if not evident(before, after, resolved.edited):
         return None
+    changed = command_changed(before, after)
+    files = list(dict.fromkeys(_shown(p, project.root) for p in resolved.edited))
     from ..analysis.signature import analyze, key_line
 
     what = resolved.error or f"{resolved.tool} failed"
@@ -94,11 +90,11 @@ def build(
     fixed_by = after if changed and after is not None else f"editing {listed}"
     key = _cut((analysis.key_lines[0] if analysis.key_lines else key_line(what)) or what, KEY_MAX)
     title = _cut(f"{key} — fixed by {fixed_by}", TITLE_MAX)
-    evident = " and ".join(
+    how = " and ".join(
         part for part in ("the command changed" if changed else "", "files were edited" if files else "") if part
     )
     why = (
-        f"Recorded automatically by jiyi: the failing {resolved.tool} call succeeded after {evident}, "
+        f"Recorded automatically by jiyi: the failing {resolved.tool} call succeeded after {how}, "
         "and no note was written."
     )
     where = "; ".join(

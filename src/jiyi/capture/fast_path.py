@@ -4,24 +4,25 @@ Most events are a successful tool call with no failure pending, an edit while on
 no record matches, or a success that closes a loop. They are applied here with json, os and
 sqlite3's C core — one statement for a success — when the store and the session exist and the
 settings are the defaults and JIYI_* variables (else ``config.load`` reads the files first).
-Closing a loop runs the store's own statements (``loop_closing.resolve_in``) and queues the
+Closing a loop runs the store's own statements (``store/sqlite/statements.py``) and queues the
 automatic record for a detached finisher. Anything else goes the full way (``hook._full``): a new
 session, a schema to migrate, a failure a record may be recalled for, a team sync, so the store's
-own code does all that is not trivial. The other statements here are the store's
-(``SQLiteStore.touch_session``, ``set_failure``, ``record_edits``); ``tests/test_hook.py`` checks
-that both ways leave the same rows.
+own code does all that is not trivial. The statements that change a session are the store's own
+(``store/sqlite/statements.py``: ``set_failure``, ``record_edits``, ``resolve_in``, ``queue``); the
+touch here also checks the schema and the queue in one statement. ``tests/capture/test_hook.py``
+checks that both ways leave the same rows.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from ..git_head import failure_point, git_top
+from ..store.sqlite.statements import MAX_ATTEMPTS, STALE_SECONDS, queue, record_edits, resolve_in, set_failure
+from .cleaning import clean_command, clean_error, evident
 from .events import TEAM_SYNC_EVENTS
-from .finisher import MAX_ATTEMPTS, STALE_SECONDS, evident, queue, resolve_in
-from .results import clean_command, clean_error, keep_patterns, patterns_from, signatures_of
+from .results import keep_patterns, patterns_from, signatures_of
 
 TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def _quick_apply(
     session_id, folder, home = here.session_id, here.folder, here.home
     db.execute("PRAGMA synchronous = NORMAL")
     # touch_session for a session that exists; the migration count says the schema is current;
-    # a queued automatic record nobody finished (loop_closing) gets a finisher.
+    # a queued automatic record nobody finished (``finisher``) gets a finisher.
     rows = db.execute(
         "UPDATE sessions SET last_seen = ? WHERE id = ? "
         "RETURNING last_tool, last_failure_at, (SELECT count(*) FROM _migrations), "
@@ -198,14 +199,7 @@ def _quick_apply(
             shown = _shown_paths(call.edited, folder)
             if shown is None:
                 return False, None
-            stamp = _now()
-            # SQLiteStore.record_edits' statement.
-            db.executemany(
-                "INSERT INTO session_edits (session_id, path, at) SELECT id, ?, ? FROM sessions "
-                "WHERE id = ? AND last_failure_at IS NOT NULL "
-                "ON CONFLICT(session_id, path) DO UPDATE SET at = excluded.at",
-                [(path, stamp, session_id) for path in dict.fromkeys(p for p in shown if p)],
-            )
+            record_edits(db, session_id, shown, _now())
         return True, None
     patterns_from(os.path.join(home, "cache"))
     text = clean_error(call.error) or f"{call.tool} failed"
@@ -225,17 +219,12 @@ def _quick_apply(
     # Where it failed, kept now: its automatic record replays it at this commit (git_head). A few
     # file reads, and none for a tool without a command to replay.
     checkout = failure_point(folder) if command else None
-    # SQLiteStore.set_failure's statement.
-    db.execute(
-        "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ?, last_signatures = ?, "
-        "last_command = ?, last_checkout = ?, outcome = '失败' WHERE id = ?",
-        (call.tool, text, _now(), json.dumps(list(dict.fromkeys(signatures))), command, checkout, session_id),
-    )
+    set_failure(db, session_id, call.tool, text, signatures, command, checkout, _now())
     return True, None
 
 
 def _close_loop(db: sqlite3.Connection, call: ToolCall, here: _Here) -> bool:
-    """The success ends the failure now (``loop_closing.resolve_in``, the store's statements); its
+    """The success ends the failure now (``sessions.resolve_in``, the store's statements); its
     automatic record, when one may be due, is queued in the same transaction for a finisher."""
     command = None
     if here.auto_records and call.command:

@@ -4,12 +4,12 @@ of a jiyi session.
 It runs on every tool call of the agent and must cost it ≤ 50 ms, so the work is split:
 
 - ``hook_events`` reads the agent's payload into an ``Event`` (parsing per agent, no store);
-- ``hook_quick`` applies the common events with json, os and sqlite3's core alone (no typing,
+- ``fast_path`` applies the common events with json, os and sqlite3's core alone (no typing,
   dataclasses, pathlib, datetime, click, rich, mcp, pydantic or ranking stack);
-- :func:`_full` here applies everything else through the store (``tool_results``): a new
+- :func:`_full` here applies everything else through the store (``results``): a new
   session, a schema to migrate, a failure a record may be recalled for, a team sync;
 - a success that closes a loop is the quick path's too, and its automatic record is written
-  after the hook returned, by a detached ``jiyi hook --finish`` (``loop_closing``).
+  after the hook returned, by a detached ``jiyi hook --finish`` (``finisher``).
 
 It never fails the agent: whatever goes wrong is logged to stderr and the process exits 0 with
 nothing on stdout. The agent's ``session_id`` names the jiyi session, so the MCP server started
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> int:
         if len(argv) == 2 and argv[0] == FINISH:
             from .finisher import finish
 
-            finish(argv[1])  # started by a hook that queued an automatic record (loop_closing)
+            finish(argv[1])  # started by a hook that queued an automatic record (finisher)
             return 0
         if len(argv) != 1:
             raise ValueError(f"usage: jiyi hook {{{'|'.join(AGENTS)}}} < event.json (got {argv!r})")

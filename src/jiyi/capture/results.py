@@ -1,8 +1,9 @@
 """Recording a tool result in a session (SPEC §5), shared by the hook and ``Session.observe_tool_result``.
 
-A failure becomes the session's last failure: the error text redacted and capped (:func:`clean_error`),
-its signatures, the command that failed (:func:`clean_command`). A success of the tool that failed
-closes the loop (``Store.resolve_failure``) and may write an automatic record (``auto_record``).
+A failure becomes the session's last failure: the error text redacted and capped
+(``cleaning.clean_error``), its signatures, the command that failed (``cleaning.clean_command``).
+A success of the tool that failed closes the loop (``Store.resolve_failure``) and may write an
+automatic record (``auto_record``).
 Proactive recall (:func:`recall`) picks the record to hand the agent for a failure by a signature
 look-up alone, not the ranking. The compiled patterns of redaction and signatures come from
 ``<home>/cache`` in a hook process (:func:`patterns_from`, ``regex_cache``).
@@ -12,49 +13,13 @@ from __future__ import annotations
 
 import sys
 
+from .cleaning import clean_command, clean_error
+
 TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
 if TYPE_CHECKING:
     from ..project import Project
     from ..records import Record
     from ..store.base import Store
-
-# The error text kept as a session's last failure; a run wrapper's output is cut to its tail.
-MAX_ERROR = 4000
-# The kept command of a failure (and of an automatic record's fix).
-COMMAND_MAX = 2000
-
-
-def cap(text: str, limit: int = MAX_ERROR) -> str:
-    """``text`` cut to about ``limit`` characters: its first line and its tail, where compilers and
-    test runners put the error."""
-    if len(text) <= limit:
-        return text
-    first = text.split("\n", 1)[0][:200]
-    tail = text[-(limit - len(first) - 3) :]
-    return f"{first}\n…\n{tail}"
-
-
-def clean_error(error: str | None) -> str | None:
-    """Redacted and capped error text; None when there is none."""
-    if not error or not error.strip():
-        return None
-    from ..analysis.redact import redact
-
-    if len(error) > 4 * MAX_ERROR:
-        # Redact what may be kept, starting at a line so no secret is cut in half.
-        tail = error[-4 * MAX_ERROR :]
-        error = error.split("\n", 1)[0][:200] + "\n" + tail[tail.find("\n") + 1 :]
-    return cap(redact(error).strip())
-
-
-def clean_command(command: str | None) -> str | None:
-    """A command as kept: redacted, trimmed, capped; None when empty."""
-    if command is None or not command.strip():
-        return None
-    from ..analysis.redact import redact
-
-    text = redact(command.strip())
-    return text if len(text) <= COMMAND_MAX else text[: COMMAND_MAX - 1] + "…"
 
 
 def record_tool_result(

@@ -16,8 +16,8 @@ from typing import IO
 
 import click
 
+from ..capture.cleaning import MAX_ERROR
 from ..capture.events import AGENTS
-from ..capture.results import MAX_ERROR
 
 
 @click.command("hook")

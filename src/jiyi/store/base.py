@@ -8,15 +8,63 @@ raise ``errors.Unavailable`` when the store cannot be used at all.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..records import Record, Revision
+from ..records import RECORD_COLUMNS, Record, Revision
 
 if TYPE_CHECKING:
     # Only named in signatures: the store opens without the signature rules (the hook's path).
     from ..analysis.indexing import Derived
+
+# -- the policy both backends share (each writes it in its own SQL) --------------------------------
+# Signatures and symbols on more records than this are left out of a look-up with rarer ones: a key
+# on thousands of records (`ImportError`, `TS2339`) names no particular one, and grouping its
+# records costs ~20 ms at 100 000 (SQLite) or a long index scan (PostgreSQL).
+COMMON_KEY_RECORDS = 2000
+# A look-up of common keys alone yields the most recent of this many times the places asked for.
+COMMON_SAMPLE = 4
+# Matches of a full-text look-up ranked at most (SQLite the newest, PostgreSQL the first in index
+# order): the rarest term of a query can still be common (`symbol` in ~half of 1 000 000 records
+# took 55 ms to rank in full on SQLite, a term on 61 000 of them 370 ms on PostgreSQL; bench/scale.py,
+# bench/team_scale.py).
+TERM_SCAN = 2000
+# What a purge deletes by the record's hex besides the record row and the marks it made or got
+# (``relations``); a backend adds the tables only it has.
+PURGED_TABLES = (
+    "signatures", "symbols", "revisions", "session_reads", "session_notes", "session_recalls", "record_confirmations",
+)  # fmt: skip
+# The columns a record is written with: those it is read with (``records.RECORD_COLUMNS``), then
+# what the store derives for search and re-signing.
+WRITE_COLUMNS = (
+    *(c.strip() for c in RECORD_COLUMNS.split(",")),
+    "topic_scope",
+    "key_lines",
+    "normalized",
+    "sig_algorithm",
+)
+
+
+def write_values(record: Record, derived: Derived | None, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """The values of ``WRITE_COLUMNS`` for ``record``, mirroring ``records.record_from_columns``:
+    ``encode`` turns a JSON value into the column's (text on SQLite, jsonb on PostgreSQL)."""
+    from ..analysis.signature import ALGORITHM
+
+    topic_scope = (record.project_key if record.scope == "project" else "") if record.topic_key else None
+    return (
+        record.hex, record.remote, record.title, record.type, record.scope, record.what, record.why,
+        record.where, record.learned, record.topic_key, record.revision,
+        encode(record.fix.to_dict()) if record.fix else None,
+        record.origin, record.project, record.project_key, encode(dict(sorted(record.environment.items()))),
+        record.tool_name, record.outcome, record.sources, record.used_success, encode(list(record.evidence_refs)),
+        record.session_id, record.created, record.updated,
+        encode(record.reproduction.to_dict()) if record.reproduction else None,
+        encode(record.verification.to_dict()) if record.verification else None,
+        record.forgotten, topic_scope,
+        encode(list(derived.key_lines) if derived else []), encode(list(derived.normalized) if derived else []),
+        ALGORITHM,
+    )  # fmt: skip
 
 
 @dataclass
@@ -159,11 +207,23 @@ class Store(ABC):
     def stats(self) -> dict[str, Any]: ...
 
     # -- search ------------------------------------------------------------------------------
-    @abstractmethod
-    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]: ...
+    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]:
+        """Hexes of records with any of ``signatures``, those sharing most first."""
+        # A signature on thousands of records is still the same error met again: kept when alone.
+        return self._lookup("signatures", "sig", list(dict.fromkeys(signatures)), limit, only_rare=False)
+
+    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]:
+        """Hexes of records with any of ``symbols``, those sharing most first."""
+        # A symbol on thousands of records (`RuntimeError`) names no particular one: never alone.
+        return self._lookup("symbols", "symbol", list(dict.fromkeys(symbols)), limit, only_rare=True)
 
     @abstractmethod
-    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]: ...
+    def _lookup(self, table: str, column: str, keys: list[str], limit: int, *, only_rare: bool) -> list[str]:
+        """Records with any of ``keys`` (distinct) in ``table``'s ``column``. Keys on more than
+        ``COMMON_KEY_RECORDS`` records are left out when rarer ones are asked for too: all records of
+        the rare ones are read (from the key's index alone), those sharing most keys first, then by
+        hex. With only common keys: none when ``only_rare``, else the most recent of a sample of
+        ``COMMON_SAMPLE * limit`` of their records in index order."""
 
     @abstractmethod
     def term_stats(self, terms: Iterable[str]) -> TermStats: ...

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg.types.json import Jsonb
 
 from ...records import RECORD_COLUMNS, Record, Relation, record_from_columns
+from ..base import WRITE_COLUMNS, write_values
 from .search import tsvector_text
 
 if TYPE_CHECKING:
@@ -23,9 +24,7 @@ SELECT = (
     "ON src.team_id = rel.team_id AND src.hex = rel.source_hex "
     "WHERE rel.team_id = r.team_id AND rel.target_hex = r.hex)"
 )
-PUT_COLUMNS = [c.strip() for c in COLUMNS.split(",")] + [
-    "topic_scope", "key_lines", "normalized", "sig_algorithm", "tsv",
-]  # fmt: skip
+PUT_COLUMNS = [*WRITE_COLUMNS, "tsv"]
 PUT_SQL = (
     f"INSERT INTO records (team_id, {', '.join(PUT_COLUMNS)}) VALUES ({', '.join(['%s'] * (len(PUT_COLUMNS) + 1))}) "
     "ON CONFLICT (team_id, hex) DO UPDATE SET "
@@ -38,26 +37,10 @@ PUT_AUTHORED_SQL = PUT_SQL.replace("(team_id, ", "(team_id, author, ", 1).replac
 
 def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any, ...]:
     """The values of ``PUT_COLUMNS`` (after team_id) for ``record``; no full text when forgotten."""
-    from ...analysis.signature import ALGORITHM
-
-    topic_scope = (record.project_key if record.scope == "project" else "") if record.topic_key else None
     tsv = None
     if derived is not None and not record.forgotten:
         tsv = tsvector_text(derived.index_title, derived.index_body)
-    return (
-        team,
-        record.hex, record.remote, record.title, record.type, record.scope, record.what, record.why,
-        record.where, record.learned, record.topic_key, record.revision,
-        Jsonb(record.fix.to_dict()) if record.fix else None,
-        record.origin, record.project, record.project_key, Jsonb(record.environment), record.tool_name,
-        record.outcome, record.sources, record.used_success, Jsonb(list(record.evidence_refs)), record.session_id,
-        record.created, record.updated,
-        Jsonb(record.reproduction.to_dict()) if record.reproduction else None,
-        Jsonb(record.verification.to_dict()) if record.verification else None,
-        record.forgotten, topic_scope,
-        Jsonb(list(derived.key_lines) if derived else []), Jsonb(list(derived.normalized) if derived else []),
-        ALGORITHM, tsv,
-    )  # fmt: skip
+    return (team, *write_values(record, derived, Jsonb), tsv)
 
 
 def row_record(row: tuple[Any, ...]) -> Record:

@@ -18,21 +18,14 @@ from contextlib import ExitStack, contextmanager
 
 import psycopg
 
+from .. import base
 from ..base import TermStats
 from .database import Cursor, PgDatabase
 
-# Signatures and symbols on more records than this are left out of a look-up with rarer ones
-# (as sqlite_store's _COMMON_KEY_RECORDS).
-_COMMON_KEY_RECORDS = 2000
-_COMMON_SAMPLE = 4  # records of common keys sampled per wanted hit
 _MAX_POSITION = 16383  # tsvector positions stop here
 _MAX_POSITIONS = 255  # a lexeme keeps at most this many
 # ts_rank's weights are {D, C, B, A}: the title (A) counts twice the body (D), as bm25(2.0, 1.0).
 _RANK_WEIGHTS = "{0.5,0.5,0.5,1.0}"
-# Matches of a full-text look-up ranked at most; past it, a sample in index order (as
-# sqlite_store samples common keys). The ranking's rare terms stay under it but for the rarest
-# one, which may be common.
-_TERM_SCAN = 2000
 # Every fold leaves its rows dead in term_changes, and an index scan or the next fold's delete still
 # reads them until a VACUUM: with autovacuum off, 74 000 dead rows after ~5 000 pushes at 1 000 000
 # records made each fold's delete 4.5 ms and term_stats 2 ms (bench/team_scale.py). So a process
@@ -88,8 +81,7 @@ class PgSearch:
         with self.db.cursor() as cur:
             yield cur
 
-    def _lookup(self, table: str, column: str, values: Iterable[str], limit: int, *, only_rare: bool) -> list[str]:
-        keys = list(dict.fromkeys(values))
+    def _lookup(self, table: str, column: str, keys: list[str], limit: int, *, only_rare: bool) -> list[str]:
         if not keys:
             return []
         with self.reading() as cur:
@@ -116,20 +108,13 @@ class PgSearch:
                 {
                     "keys": keys,
                     "team": self.team,
-                    "bound": _COMMON_KEY_RECORDS,
+                    "bound": base.COMMON_KEY_RECORDS,
                     "limit": limit,
                     "common": not only_rare,
-                    "sample": _COMMON_SAMPLE * limit,
+                    "sample": base.COMMON_SAMPLE * limit,
                 },
             )
             return [r[0] for r in cur.fetchall()]
-
-    def by_signature(self, signatures: Iterable[str], limit: int) -> list[str]:
-        # A signature on thousands of records is still the same error met again: kept when alone.
-        return self._lookup("signatures", "sig", signatures, limit, only_rare=False)
-
-    def by_symbol(self, symbols: Iterable[str], limit: int) -> list[str]:
-        return self._lookup("symbols", "symbol", symbols, limit, only_rare=True)
 
     def term_stats(self, terms: Iterable[str]) -> TermStats:
         keys = list(dict.fromkeys(terms))
@@ -194,12 +179,12 @@ class PgSearch:
         if not query:
             return []
         with self.reading() as cur:
-            # Ranked among at most _TERM_SCAN matches: each costs a heap read of its vector, and a
+            # Ranked among at most base.TERM_SCAN matches: each costs a heap read of its vector, and a
             # term on 61 000 of 1 000 000 records took 370 ms to rank in full (bench/team_scale.py).
             cur.execute(
                 "SELECT hex FROM (SELECT hex, rid, tsv FROM records WHERE team_id = %s AND tsv @@ %s::tsquery "
                 "LIMIT %s) m ORDER BY ts_rank(%s::real[], tsv, %s::tsquery, 1) DESC, rid DESC LIMIT %s",
-                (self.team, query, _TERM_SCAN, _RANK_WEIGHTS, query, limit),
+                (self.team, query, base.TERM_SCAN, _RANK_WEIGHTS, query, limit),
             )
             return [r[0] for r in cur.fetchall()]
 

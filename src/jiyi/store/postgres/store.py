@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg.types.json import Jsonb
 
 from ...records import Record, Revision, Verification, now
-from ..base import Store
+from ..base import PURGED_TABLES, Store
 from .database import Cursor, Member, PgDatabase, Team
 from .lexical import PgLexical
 from .rows import PUT_AUTHORED_SQL, PUT_SQL, SELECT, record_row, row_record
@@ -276,8 +276,7 @@ class PgStore(PgLexical, PgSessions, Store):
             cur.execute("DELETE FROM records WHERE team_id = %s AND hex = %s", (self.team, hexid))
             if cur.rowcount != 1:
                 return False
-            tables = ("signatures", "symbols", "revisions", "session_reads", "session_notes", "session_recalls")
-            for table in (*tables, "record_confirmations", "evidence", "verifications"):
+            for table in (*PURGED_TABLES, "evidence", "verifications"):
                 cur.execute(f"DELETE FROM {table} WHERE team_id = %s AND hex = %s", (self.team, hexid))
             cur.execute(
                 "DELETE FROM relations WHERE team_id = %s AND (source_hex = %s OR target_hex = %s)",

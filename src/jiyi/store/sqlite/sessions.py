@@ -1,0 +1,157 @@
+"""Session state in the SQLite store (the session half of ``Store``), through the statements of
+``statements`` that the hook's fast path runs too."""
+
+from __future__ import annotations
+
+import json
+
+from ...records import now
+from ..base import Resolved, SessionState
+from .connection import SQLiteConnection
+from .statements import MAX_ATTEMPTS, record_edits, resolve_in, set_failure
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterable
+
+
+def queued(failure_json: str) -> Resolved:
+    """The failure of a queued row (``statements.queue``'s JSON) as ``resolve_failure`` gives it."""
+    failure = json.loads(failure_json)
+    return Resolved(
+        [],
+        [],
+        tool=failure["tool"],
+        error=failure["error"],
+        signatures=tuple(failure["signatures"]),
+        command=failure["command"],
+        noted=tuple(failure["noted"]),
+        edited=tuple(failure["edited"]),
+        checkout=failure.get("checkout"),  # rows queued before it was kept have none
+    )
+
+
+class SQLiteSessions(SQLiteConnection):
+    """The session methods of ``Store`` on SQLite."""
+
+    def live_session(self, project_key: str, since: str, own_prefix: str) -> str | None:
+        sql = (
+            "SELECT id FROM sessions WHERE project_key = ? AND last_seen >= ? AND substr(id, 1, ?) != ? "
+            "ORDER BY last_seen DESC LIMIT 1"
+        )
+        row = self._guard(lambda db: db.execute(sql, (project_key, since, len(own_prefix), own_prefix)).fetchone())
+        return str(row[0]) if row else None
+
+    def touch_session(self, session_id: str, project_key: str, project: str) -> None:
+        stamp = now()
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO sessions (id, project_key, project, started, last_seen) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET last_seen = excluded.last_seen",
+                (session_id, project_key, project, stamp, stamp),
+            )
+
+    def session(self, session_id: str) -> SessionState | None:
+        def run(db: sqlite3.Connection) -> SessionState | None:
+            row = db.execute(
+                "SELECT id, project_key, project, started, last_seen, read_used, last_tool, last_error, "
+                "last_failure_at, outcome, last_command, last_checkout FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            state = SessionState(*row[:10])
+            state.last_command = row[10]
+            state.last_checkout = row[11]
+            state.reads = [
+                r[0]
+                for r in db.execute("SELECT hex FROM session_reads WHERE session_id = ? ORDER BY at", (session_id,))
+            ]
+            state.notes = [
+                r[0]
+                for r in db.execute("SELECT hex FROM session_notes WHERE session_id = ? ORDER BY at", (session_id,))
+            ]
+            return state
+
+        return self._guard(run)
+
+    def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
+        with self._write() as db:
+            row = db.execute("SELECT read_used FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            used = int(row[0]) if row else 0
+            granted = max(0, min(wanted, budget - used))
+            if granted:
+                db.execute("UPDATE sessions SET read_used = read_used + ? WHERE id = ?", (granted, session_id))
+                stamp = now()
+                db.execute(
+                    "INSERT INTO session_reads (session_id, hex, at, last_at) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(session_id, hex) DO UPDATE SET last_at = excluded.last_at",
+                    (session_id, hexid, stamp, stamp),
+                )
+            return granted
+
+    def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
+        wanted = list(dict.fromkeys(hexids))
+        if not wanted:
+            return None
+        with self._write() as db:
+            for hexid in wanted:
+                cursor = db.execute(
+                    "INSERT OR IGNORE INTO session_recalls (session_id, hex, at) VALUES (?, ?, ?)",
+                    (session_id, hexid, now()),
+                )
+                if cursor.rowcount == 1:
+                    return hexid
+            return None
+
+    def set_failure(
+        self,
+        session_id: str,
+        tool: str | None,
+        error: str | None,
+        *,
+        signatures: Iterable[str] = (),
+        command: str | None = None,
+        checkout: str | None = None,
+    ) -> None:
+        with self._write() as db:
+            set_failure(db, session_id, tool, error, signatures, command, checkout, now())
+
+    def record_edits(self, session_id: str, paths: Iterable[str]) -> None:
+        wanted = [p for p in paths if p]
+        if wanted:
+            with self._write() as db:
+                record_edits(db, session_id, wanted, now())
+
+    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
+        def pending(db: sqlite3.Connection) -> bool:
+            row = db.execute("SELECT last_tool, last_failure_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            return row is not None and row[1] is not None and (row[0] or "").lower() == tool.lower()
+
+        # Most successes follow no failure: a read settles them without taking the write lock.
+        if not self._guard(pending):
+            return None
+        with self._write() as db:
+            found = resolve_in(db, session_id, tool)
+        if found is None:
+            return None
+        used, confirmed, tool_, error, signatures, command, notes, edited, checkout = found
+        return Resolved(
+            used,
+            confirmed,
+            tool=tool_,
+            error=error,
+            signatures=signatures,
+            command=command,
+            noted=notes,
+            edited=edited,
+            checkout=checkout,
+        )
+
+    def auto_record_queue(self) -> tuple[int, int]:
+        """(automatic records waiting for a finisher, rows given up on after MAX_ATTEMPTS): what
+        ``jiyi doctor`` shows of the queue."""
+        sql = "SELECT count(*), coalesce(sum(attempts >= ?), 0) FROM auto_record_queue"
+        waiting, given_up = self._guard(lambda db: db.execute(sql, (MAX_ATTEMPTS,)).fetchone())
+        return int(waiting) - int(given_up), int(given_up)

@@ -1,0 +1,142 @@
+"""The SQLite statements that change a session, on a bare connection: the store's
+(``sessions.SQLiteSessions``) and the hook's fast path's (``capture/fast_path.py``), which runs them
+with sqlite3's C core alone, so both ways leave the same rows (``tests/capture/test_hook.py``
+compares them). Closing the loop (:func:`resolve_in`) and the queue of automatic records
+(:func:`queue`, :func:`claim`) are the store's side of ``capture/finisher.py``: the hook queues a
+record in the transaction that ends the failure, a detached finisher writes it.
+
+Imports json alone at module level: the fast path imports this module on every hook event.
+"""
+
+from __future__ import annotations
+
+import json
+
+TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterable
+    from typing import Any
+
+# A queued row this old is not being finished by the process started for it (that takes well under
+# a second); the next hook event starts another finisher.
+STALE_SECONDS = 10
+# A row that failed this many times is left for inspection (``jiyi doctor`` counts it).
+MAX_ATTEMPTS = 3
+
+
+def set_failure(
+    db: sqlite3.Connection,
+    session_id: str,
+    tool: str | None,
+    error: str | None,
+    signatures: Iterable[str],
+    command: str | None,
+    checkout: str | None,
+    at: str,
+) -> None:
+    """``Store.set_failure``'s statement: an error of None clears the failure."""
+    sigs = json.dumps(list(dict.fromkeys(signatures))) if error else None
+    db.execute(
+        "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ?, last_signatures = ?, "
+        "last_command = ?, last_checkout = ?, outcome = CASE WHEN ? THEN '失败' ELSE outcome END WHERE id = ?",
+        (tool, error, at if error else None, sigs, command if error else None, checkout if error else None,
+         bool(error), session_id),
+    )  # fmt: skip
+
+
+def record_edits(db: sqlite3.Connection, session_id: str, paths: Iterable[str], at: str) -> None:
+    """``Store.record_edits``' statement: kept only while a failure is pending (an edit before it or
+    without one fixes nothing)."""
+    db.executemany(
+        "INSERT INTO session_edits (session_id, path, at) SELECT id, ?, ? FROM sessions "
+        "WHERE id = ? AND last_failure_at IS NOT NULL "
+        "ON CONFLICT(session_id, path) DO UPDATE SET at = excluded.at",
+        [(path, at, session_id) for path in dict.fromkeys(p for p in paths if p)],
+    )
+
+
+def resolve_in(db: sqlite3.Connection, session_id: str, tool: str) -> tuple[Any, ...] | None:
+    """``Store.resolve_failure`` on ``db`` inside the caller's write transaction: the fields of a
+    ``store.base.Resolved`` in order (a tuple: that class's module is too heavy for the hook); None
+    when the session's last failure is not one of ``tool`` (nothing changed)."""
+    row = db.execute(
+        "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout "
+        "FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None or row[2] is None or (row[0] or "").lower() != tool.lower():
+        return None
+    failed_tool, error, since, stored, command, checkout = row
+    if stored is not None:
+        signatures = list(json.loads(stored))
+    else:  # a failure recorded before the signatures were kept
+        from ...analysis.signature import analyze
+
+        signatures = list(analyze(error or "").signatures)
+    since_sql = "SELECT hex FROM {} WHERE session_id = ? AND COALESCE(last_at, at) >= ? ORDER BY at"
+    used = [r[0] for r in db.execute(since_sql.format("session_reads"), (session_id, since))]
+    db.executemany("UPDATE records SET used_success = used_success + 1 WHERE hex = ?", [(h,) for h in used])
+    notes = [r[0] for r in db.execute(since_sql.format("session_notes"), (session_id, since))]
+    confirmed: list[str] = []
+    if notes and signatures:
+        matching = db.execute(
+            f"SELECT DISTINCT r.hex FROM records r JOIN signatures s ON s.hex = r.hex "
+            f"WHERE r.hex IN ({','.join('?' * len(notes))}) AND s.sig IN ({','.join('?' * len(signatures))}) "
+            "AND r.forgotten = 0 AND r.origin NOT IN ('local_auto', 'team_verified', 'human')",
+            [*notes, *signatures],
+        )
+        found = {r[0] for r in matching}
+        confirmed = [h for h in notes if h in found]
+        db.executemany("UPDATE records SET origin = 'local_auto' WHERE hex = ?", [(h,) for h in confirmed])
+    edited = [
+        r[0]
+        for r in db.execute(
+            "SELECT path FROM session_edits WHERE session_id = ? AND at >= ? ORDER BY at, path", (session_id, since)
+        )
+    ]
+    db.execute("DELETE FROM session_edits WHERE session_id = ?", (session_id,))
+    db.execute(
+        "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
+        "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' WHERE id = ?",
+        (session_id,),
+    )
+    return (
+        used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited),
+        checkout,
+    )  # fmt: skip
+
+
+def queue(
+    db: sqlite3.Connection, session_id: str, resolved: tuple[Any, ...], command: str | None, cwd: str, at: str
+) -> None:
+    """Queue the automatic record of ``resolved`` (:func:`resolve_in`'s tuple) in the caller's
+    transaction, for a finisher. ``command`` (the succeeding call's) is already redacted."""
+    _, _, tool, error, signatures, failed, notes, edited, checkout = resolved
+    failure = {
+        "tool": tool,
+        "error": error,
+        "signatures": list(signatures),
+        "command": failed,
+        "noted": list(notes),
+        "edited": list(edited),
+        "checkout": checkout,  # the failing commit: the record's reproduction is written from it
+    }
+    db.execute(
+        "INSERT INTO auto_record_queue (session_id, failure, command, cwd, queued) VALUES (?, ?, ?, ?, ?)",
+        (session_id, json.dumps(failure, ensure_ascii=False), command, cwd, at),
+    )
+
+
+def claim(db: sqlite3.Connection) -> tuple[int, str, str, str | None, str] | None:
+    """The oldest queued row not given up on, its attempt counted before the work (so a row that
+    kills its finisher every time ends at MAX_ATTEMPTS): (id, session, failure, command, cwd)."""
+    row = db.execute(
+        "UPDATE auto_record_queue SET attempts = attempts + 1 WHERE id = "
+        "(SELECT id FROM auto_record_queue WHERE attempts < ? ORDER BY id LIMIT 1) "
+        "RETURNING id, session_id, failure, command, cwd",
+        (MAX_ATTEMPTS,),
+    ).fetchone()
+    if row is None:
+        return None
+    return int(row[0]), str(row[1]), str(row[2]), row[3], str(row[4])
