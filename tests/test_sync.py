@@ -18,7 +18,7 @@ from jiyi.config import Settings
 from jiyi.errors import InvalidArgument, Unavailable
 from jiyi.memory import Memory
 from jiyi.store.sqlite.store import SQLiteStore
-from jiyi.team.client import outbox, sync
+from jiyi.team.client import outbox, state, sync
 
 from .helpers import YAML, ZLIB, note
 from .team_helpers import dead_url, machine, serving
@@ -33,7 +33,7 @@ def rows(store: SQLiteStore) -> list[tuple[str, int]]:
 
 # -- without a server ------------------------------------------------------------------------
 def test_backoff_doubles_from_5_s_to_10_min() -> None:
-    assert [outbox.backoff(n) for n in range(1, 10)] == [5, 10, 20, 40, 80, 160, 320, 600, 600]
+    assert [state.backoff(n) for n in range(1, 10)] == [5, 10, 20, 40, 80, 160, 320, 600, 600]
 
 
 def test_team_settings_come_from_the_user_file_and_the_environment_only(
@@ -134,7 +134,7 @@ def test_a_background_sync_that_cannot_open_the_store_says_so_and_tries_again(
     blocker.write_text("a file where the store's folder should be")
     settings = Settings(home=blocker).replace(team_url=dead_url(), team_token="jiyi_x")
     with caplog.at_level(logging.WARNING, logger="jiyi.team"):
-        assert sync._once(settings, True, True) == outbox.BACKOFF_FIRST
+        assert sync._once(settings, True, True) == state.BACKOFF_FIRST
     assert "team sync: the store cannot be opened" in caplog.text
 
 

@@ -47,7 +47,7 @@ def test_forgets_and_purges_of_this_machines_records_queue_once_syncing_is_on(tm
         from jiyi.team.client.http import TeamClient
 
         with pytest.raises(Unavailable), TeamClient(dead_url(), "jiyi_x") as client:
-            outbox.push(store, client)
+            sync.send(store, client)
         assert team_forget.pending(store) == 2 and outbox.status(store).last_error
 
 

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING
 
 from ...errors import JiyiError, Unavailable
 from ...records import now
-from . import outbox
+from ..protocol import PUSH_BATCH
+from . import state
 
 if TYPE_CHECKING:
     from ...store.sqlite.store import SQLiteStore
     from .http import TeamClient
 
-BATCH = 100  # hexes a request, as a push
+BATCH = PUSH_BATCH
 log = logging.getLogger("jiyi.team")
 
 
@@ -73,7 +74,7 @@ def send(store: SQLiteStore, client: TeamClient) -> ForgetReport:
         try:
             answer = client.forget(rows)
         except JiyiError as exc:
-            outbox.mark_failed(store, (), exc)
+            state.mark_failed(store, (), exc)
             raise
         if answer is None:
             # A server from before forget: the queue waits for its upgrade, and pushes go on.
@@ -99,13 +100,13 @@ def send(store: SQLiteStore, client: TeamClient) -> ForgetReport:
                 [(h, p, stamp) for h, p in done if h in turned_down],
             )
             db.executemany("DELETE FROM forget_refused WHERE hex = ?", [(h,) for h, _ in done if h not in turned_down])
-            outbox.mark_answered(db)
+            state.mark_answered(db)
 
 
 def pull(store: SQLiteStore, client: TeamClient, *, page: int = 200) -> int:
     """Drop the pulled copies of the records the team forgot since the last pull; returns how many."""
     with store.transaction() as db:
-        cursor = int(outbox.get_state(db, "forgotten_cursor") or 0)
+        cursor = int(state.get_state(db, "forgotten_cursor") or 0)
     dropped = 0
     while True:
         answer = client.forgotten(cursor, page)
@@ -133,6 +134,6 @@ def pull(store: SQLiteStore, client: TeamClient, *, page: int = 200) -> int:
         dropped += len(drop)
         cursor = int(answer.get("cursor", cursor))
         with store.transaction() as db:
-            outbox.set_state(db, "forgotten_cursor", str(cursor))
+            state.set_state(db, "forgotten_cursor", str(cursor))
         if not (answer.get("more") and tombstones):
             return dropped

@@ -1,5 +1,5 @@
-"""The outbox of team memory (docs/team-protocol.md): what this machine sends the team server,
-and the client's state (``sync_state``).
+"""The outbox of team memory (docs/team-protocol.md): what this machine sends the team server
+(the client's state, ``sync_state``, is ``state``'s).
 
 The outbox is filled by SQLite triggers (migration ``m006_team_sync``) once syncing is on
 (``enable``), so every path that writes a record — notes, automatic records, evidence, imports —
@@ -20,14 +20,16 @@ never overwritten.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ...errors import Forbidden, InvalidArgument, JiyiError
 from ...records import Record, now
 from ...transfer import record_to_json
+from ..protocol import MAX_BODY, PUSH_BATCH
+from .state import _stamp, get_state, mark_answered, mark_failed, set_state
 
 if TYPE_CHECKING:
     import sqlite3
@@ -35,39 +37,11 @@ if TYPE_CHECKING:
     from ...store.sqlite.store import SQLiteStore
     from .http import TeamClient
 
-BATCH = 100  # records a push (docs/team-protocol.md)
-MAX_BODY = 1024 * 1024  # a request body the team server takes (team_server, team_limits.read_body)
+BATCH = PUSH_BATCH
 # A batch stops short of the server's limit: the envelope and JSON escaping add a little.
 BATCH_BYTES = MAX_BODY - 64 * 1024
-BACKOFF_FIRST = 5.0
-BACKOFF_MAX = 600.0
 Progress = Callable[[int], None]
 Batch = list[tuple[str, int, dict[str, Any]]]  # (hex, changes when read, wire line)
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="microseconds")
-
-
-def backoff(attempts: int) -> float:
-    """Seconds before try number ``attempts + 1``: 5 s after the first failure, doubling, at most 10 min."""
-    return float(min(BACKOFF_MAX, BACKOFF_FIRST * 2.0 ** max(0, attempts - 1)))
-
-
-# -- state -----------------------------------------------------------------------------------
-def get_state(db: sqlite3.Connection, key: str) -> str | None:
-    row = db.execute("SELECT value FROM sync_state WHERE key = ?", (key,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def set_state(db: sqlite3.Connection, key: str, value: str | None) -> None:
-    if value is None:
-        db.execute("DELETE FROM sync_state WHERE key = ?", (key,))
-    else:
-        db.execute(
-            "INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
 
 
 def enable(store: SQLiteStore) -> None:
@@ -138,33 +112,6 @@ def waiting(store: SQLiteStore) -> bool:
     return retry_at is not None and retry_at > _stamp(datetime.now(timezone.utc))
 
 
-def mark_failed(store: SQLiteStore, hexes: Iterable[str], error: JiyiError) -> None:
-    """Rows that were not answered back off; so does the server as a whole."""
-    text = f"{error.code}: {getattr(error, 'reason', '') or error.message}"
-    moment = datetime.now(timezone.utc)
-    with store.transaction() as db:
-        for hexid in hexes:
-            row = db.execute("SELECT attempts FROM outbox WHERE hex = ?", (hexid,)).fetchone()
-            if row is None:
-                continue
-            attempts = int(row[0]) + 1
-            db.execute(
-                "UPDATE outbox SET attempts = ?, next_try = ?, last_error = ? WHERE hex = ?",
-                (attempts, _stamp(moment + timedelta(seconds=backoff(attempts))), text, hexid),
-            )
-        failures = int(get_state(db, "failures") or 0) + 1
-        wait = max(backoff(failures), float(getattr(error, "retry_after", 0.0)))
-        set_state(db, "failures", str(failures))
-        set_state(db, "retry_at", _stamp(moment + timedelta(seconds=wait)))
-        set_state(db, "last_error", f"{_stamp(moment)} {text}")
-
-
-def mark_answered(db: sqlite3.Connection) -> None:
-    set_state(db, "failures", None)
-    set_state(db, "retry_at", None)
-    set_state(db, "last_error", None)
-
-
 # -- push ------------------------------------------------------------------------------------
 def wire_line(store: SQLiteStore, db: sqlite3.Connection, record: Record) -> dict[str, Any]:
     """The record as pushed: its export line with this machine's own counters (absolute)."""
@@ -211,12 +158,7 @@ def push(
     """Send what the outbox holds (due rows; every row with ``force``) in batches of at most 100
     records and 1 MiB. Raises ``Unavailable`` (after backing off) when the server cannot be reached;
     whatever was not answered stays queued."""
-    from . import forget
-
     report = PushReport()
-    # Forgets first, whatever team_push says: they only take back what was sent before.
-    forgets = forget.send(store, client)
-    report.forgotten, report.forgets_refused = forgets.forgotten, len(forgets.refused)
     if team_push == "none":
         return report
     enable(store)

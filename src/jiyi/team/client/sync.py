@@ -20,7 +20,7 @@ from ...analysis.indexing import derive
 from ...errors import JiyiError, Unavailable
 from ...records import Revision, now
 from ...transfer import record_from_json
-from . import outbox
+from . import forget, outbox, state
 
 if TYPE_CHECKING:
     import sqlite3
@@ -118,26 +118,26 @@ def pull(
     outbox.enable(store)
     report = PullReport()
     with store.transaction() as db:
-        cursor = int(outbox.get_state(db, "cursor") or 0)
+        cursor = int(state.get_state(db, "cursor") or 0)
     while True:
         try:
             answer = client.changes(cursor, page)
         except JiyiError as exc:
-            outbox.mark_failed(store, (), exc)
+            state.mark_failed(store, (), exc)
             raise
         lines = list(answer.get("records", []))
         with store.transaction() as db:
-            outbox.set_state(db, "sync", "pulling")
+            state.set_state(db, "sync", "pulling")
             try:
                 for line in lines:
                     _apply(store, db, line, report)
             except (KeyError, TypeError, ValueError) as exc:
                 raise Unavailable(f"team server sent a record this version cannot read: {exc}") from exc
             cursor = int(answer.get("cursor", cursor))
-            outbox.set_state(db, "cursor", str(cursor))
-            outbox.set_state(db, "last_pull", now())
-            outbox.mark_answered(db)
-            outbox.set_state(db, "sync", "on")
+            state.set_state(db, "cursor", str(cursor))
+            state.set_state(db, "last_pull", now())
+            state.mark_answered(db)
+            state.set_state(db, "sync", "on")
         report.received += len(lines)
         report.cursor = cursor
         more = bool(answer.get("more")) and bool(lines)
@@ -145,17 +145,31 @@ def pull(
             progress(len(lines), more)
         if not more:
             break
-    from . import forget
-
     try:
         report.forgotten = forget.pull(store, client, page=page)
     except JiyiError as exc:
-        outbox.mark_failed(store, (), exc)
+        state.mark_failed(store, (), exc)
         raise
     return report
 
 
 # -- a whole sync ----------------------------------------------------------------------------
+def send(
+    store: SQLiteStore,
+    client: TeamClient,
+    *,
+    team_push: str = "all",
+    force: bool = False,
+    progress: outbox.Progress | None = None,
+) -> outbox.PushReport:
+    """This machine's forgets (whatever ``team_push`` says: they only take back what was sent
+    before), then the outbox (``outbox.push``)."""
+    forgets = forget.send(store, client)
+    report = outbox.push(store, client, team_push=team_push, force=force, progress=progress)
+    report.forgotten, report.forgets_refused = forgets.forgotten, len(forgets.refused)
+    return report
+
+
 @dataclass
 class SyncReport:
     pushed: outbox.PushReport | None
@@ -173,11 +187,10 @@ def run(
     push_progress: outbox.Progress | None = None,
     pull_progress: Callable[[int, bool], None] | None = None,
 ) -> SyncReport:
-    """Push (what ``team_push`` lets go), then pull. Raises the first failure (``Unavailable``
-    when the server cannot be reached: nothing is lost, the outbox keeps what was not answered)."""
-    pushed = (
-        outbox.push(store, client, team_push=settings.team_push, force=force, progress=push_progress) if push else None
-    )
+    """Push (this machine's forgets, then what ``team_push`` lets go), then pull. Raises the first
+    failure (``Unavailable`` when the server cannot be reached: nothing is lost, the outbox keeps
+    what was not answered)."""
+    pushed = send(store, client, team_push=settings.team_push, force=force, progress=push_progress) if push else None
     pulled = pull(store, client, progress=pull_progress) if pull_too else None
     return SyncReport(pushed, pulled)
 
@@ -248,7 +261,7 @@ def _once(settings: Settings, push: bool, pull_too: bool) -> float | None:
         # Said and retried: this once returned None unlogged, and a pull at start that met a
         # locked store was never tried again (the flaky two-machine MCP test of issue 5).
         log.warning("team sync: the store cannot be opened: %s", getattr(exc, "reason", "") or exc.message)
-        return outbox.BACKOFF_FIRST
+        return state.BACKOFF_FIRST
     try:
         if outbox.waiting(store):
             return _until_retry(store)
@@ -273,8 +286,8 @@ def _once(settings: Settings, push: bool, pull_too: bool) -> float | None:
 def _until_retry(store: SQLiteStore) -> float:
     from datetime import datetime, timezone
 
-    state = outbox.status(store)
-    if not state.retry_at:
-        return outbox.BACKOFF_FIRST
-    wait = (datetime.fromisoformat(state.retry_at) - datetime.now(timezone.utc)).total_seconds()
-    return max(1.0, min(outbox.BACKOFF_MAX, wait))
+    retry_at = outbox.status(store).retry_at
+    if not retry_at:
+        return state.BACKOFF_FIRST
+    wait = (datetime.fromisoformat(retry_at) - datetime.now(timezone.utc)).total_seconds()
+    return max(1.0, min(state.BACKOFF_MAX, wait))

@@ -38,13 +38,13 @@ from ...store.postgres.lexical import upgrade_on_start
 from ...store.postgres.store import PgStore
 from ...store.postgres.team import FORGOTTEN, REFUSED, UNKNOWN
 from ...transfer import record_from_json
-from ..client.outbox import MAX_BODY  # the client cuts its pushes under the same limit
+from ..protocol import MAX_BODY, PUSH_BATCH  # the client cuts its pushes under the same limits
 from .limits import RATE_PER_MINUTE, Buckets, Limited, TooLarge, authenticate, read_body
 
 log = logging.getLogger("jiyi.team")
 T = TypeVar("T")
 
-MAX_PUSH = 100
+MAX_PUSH = PUSH_BATCH
 CHANGES_DEFAULT, CHANGES_MAX = 200, 1000
 SEARCH_MAX = 50
 # Answered from the read replica when there is one: pure reads, where a change seen late is fine.
