@@ -2,8 +2,8 @@
 
 ``python bench/pg_term_upgrade.py --records 20000``: builds (or reuses) one team of ``--records``
 generated records in ``--schema`` with bench/team_scale.py's COPY path, marks the team as built
-with the terms before, then times what a server start does (``pg_lexical.upgrade_on_start``,
-bounded) and the rest as ``jiyi team admin reindex --terms`` does (``pg_lexical.upgrade_team``).
+with the terms before, then times what a server start does (``upgrade.upgrade_on_start``,
+bounded) and the rest as ``jiyi team admin reindex --terms`` does (``upgrade.upgrade_team``).
 ``--rewrite`` first adds a term to every vector, so every record's vector differs from what the
 upgrade derives and every row is written (a database whose records all gained new terms); without
 it only records whose terms changed are written (the generated ones are mostly ASCII: few are).
@@ -32,7 +32,7 @@ from team_scale import build, export_line
 
 from jiyi.analysis.lexical import VERSION
 from jiyi.records import Revision, now
-from jiyi.store.postgres import lexical as pg_lexical
+from jiyi.store.postgres import upgrade
 from jiyi.store.postgres.store import PgDatabase, PgStore
 
 
@@ -123,12 +123,12 @@ def main() -> None:
             _make_old(store, args.rewrite)
             _, left = store.lexical_state()
             start = time.perf_counter()
-            at_start = pg_lexical.upgrade_on_start(db)
+            at_start = upgrade.upgrade_on_start(db)
             started = time.perf_counter() - start
             hexes = random.Random(run).sample(_hexes(store), left)
             with Pushers(store, hexes, args.pushers) as during:
                 start = time.perf_counter()
-                rest = pg_lexical.upgrade_team(store)
+                rest = upgrade.upgrade_team(store)
                 finished = time.perf_counter() - start
             if args.pushers:
                 with Pushers(store, hexes[len(during.ms) :], args.pushers) as after:

@@ -26,10 +26,11 @@ from jiyi.cli import main  # noqa: E402
 from jiyi.errors import Unavailable  # noqa: E402
 from jiyi.records import Record, now  # noqa: E402
 from jiyi.store import reindex  # noqa: E402
-from jiyi.store.postgres import lexical as pg_lexical  # noqa: E402
+from jiyi.store.postgres import upgrade  # noqa: E402
 from jiyi.store.postgres.search import tsvector_text  # noqa: E402
 from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
 from jiyi.store.sqlite.store import SQLiteStore  # noqa: E402
+from jiyi.team.server.app import search_hits  # noqa: E402
 
 from .test_pg_store import line  # noqa: E402
 from .test_reindex import RUSSIAN, RUSSIAN_QUERY, _version_1_terms  # noqa: E402
@@ -95,7 +96,7 @@ def _counts(store: PgStore) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def _found(store: PgStore, query: str) -> list[str]:
-    return [h.record.hex for h in store.search_hits(query, 5)]
+    return [h.record.hex for h in search_hits(store, query, 5)]
 
 
 def test_an_old_team_is_re_derived_at_start_and_finds_what_it_missed(db: PgDatabase) -> None:
@@ -108,7 +109,7 @@ def test_an_old_team_is_re_derived_at_start_and_finds_what_it_missed(db: PgDatab
     assert _found(store, "ld: undefined symbol deflate") != []  # the old terms still answer meanwhile
     assert _counts(store)[0] == _counts(store)[1]
 
-    assert pg_lexical.upgrade_on_start(db) == 5 + 3
+    assert upgrade.upgrade_on_start(db) == 5 + 3
     for team in (store, other):
         assert team.lexical_state() == (lexical.VERSION, 0)
         kept, fresh = _counts(team)
@@ -116,7 +117,7 @@ def test_an_old_team_is_re_derived_at_start_and_finds_what_it_missed(db: PgDatab
         assert team.integrity_check() == []
     assert _found(store, RUSSIAN_QUERY) == [russian.hex]
     assert _found(store, ACCENTED_QUERY) == [accented.hex]
-    assert pg_lexical.upgrade_on_start(db) == 0  # nothing left: a start costs one look-up
+    assert upgrade.upgrade_on_start(db) == 0  # nothing left: a start costs one look-up
 
 
 def test_a_new_team_is_current_and_a_forgotten_record_is_left_unindexed(db: PgDatabase) -> None:
@@ -133,10 +134,10 @@ def test_a_new_team_is_current_and_a_forgotten_record_is_left_unindexed(db: PgDa
 def test_a_start_is_bounded_and_the_next_one_goes_on(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     store, russian, _ = _team(db, "a", 5)
     _make_old(store)
-    monkeypatch.setattr(pg_lexical, "BATCH", 2)
-    assert pg_lexical.upgrade_on_start(db, seconds=0.0) == 2  # one batch, however short the time
+    monkeypatch.setattr(upgrade, "BATCH", 2)
+    assert upgrade.upgrade_on_start(db, seconds=0.0) == 2  # one batch, however short the time
     assert store.lexical_state() == (1, 5)
-    while pg_lexical.upgrade_on_start(db, seconds=0.0):
+    while upgrade.upgrade_on_start(db, seconds=0.0):
         pass
     assert store.lexical_state() == (lexical.VERSION, 0)
     assert _found(store, RUSSIAN_QUERY) == [russian.hex]
@@ -204,9 +205,9 @@ def _wait_for_a_lock_wait(db: PgDatabase) -> None:
 def test_servers_starting_at_once_re_derive_each_record_once(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
     store, _, _ = _team(db, "a", 8)
     _make_old(store)
-    monkeypatch.setattr(pg_lexical, "BATCH", 2)
+    monkeypatch.setattr(upgrade, "BATCH", 2)
     done: list[int] = []
-    starts = [threading.Thread(target=lambda: done.append(pg_lexical.upgrade_on_start(db, 5.0))) for _ in range(3)]
+    starts = [threading.Thread(target=lambda: done.append(upgrade.upgrade_on_start(db, 5.0))) for _ in range(3)]
     for start in starts:
         start.start()
     for start in starts:
@@ -220,7 +221,7 @@ def test_a_start_that_cannot_reach_the_database_still_serves(db: PgDatabase) -> 
     store, _, _ = _team(db, "a", 1)
     _make_old(store)
     db.close()  # the pool refuses: the start logs it and goes on
-    assert pg_lexical.upgrade_on_start(db) == 0
+    assert upgrade.upgrade_on_start(db) == 0
     with pytest.raises(Unavailable):
         store.lexical_state()
 

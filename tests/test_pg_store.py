@@ -26,6 +26,7 @@ from jiyi.store.postgres import migrations as pg_migrations  # noqa: E402
 from jiyi.store.postgres.rows import PUT_SQL, record_row  # noqa: E402
 from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
 from jiyi.store.sqlite.store import SQLiteStore  # noqa: E402
+from jiyi.team.server.app import search_hits  # noqa: E402
 from jiyi.transfer import record_to_json  # noqa: E402
 
 from .test_store_contract import first, made  # noqa: E402
@@ -214,7 +215,7 @@ def test_teams_never_see_each_others_records(db: PgDatabase) -> None:
     assert b.by_symbol(record.symbols, 5) == [] and b.indexed_terms([record.hex]) == {}
     assert b.term_stats(["deflate"]).doc_counts == {"deflate": 0} and b.term_stats([]).total == 0
     assert b.find_topic("t/x", "global", "p") is None
-    assert b.revisions(record.hex) == [] and b.search_hits("ld: undefined symbol deflate", 5) == []
+    assert b.revisions(record.hex) == [] and search_hits(b, "ld: undefined symbol deflate", 5) == []
     assert b.forget(record.hex) is False and b.purge(record.hex) is False
     assert b.changes_since(0, 10) == ([], 0, False)
     with pytest.raises(NotFound):
@@ -225,7 +226,7 @@ def test_teams_never_see_each_others_records(db: PgDatabase) -> None:
     b.merge_pushed(record_to_json(a, a.get(record.hex)), "bob")  # type: ignore[arg-type]
     assert db.team_of(record.hex, prefer=b.team) == b.team and db.team_of(record.hex, prefer=a.team) == a.team
     assert b.count() == 1 and a.count() == 1
-    assert [h.record.hex for h in a.search_hits("ld: undefined symbol deflate", 5)] == [record.hex]
+    assert [h.record.hex for h in search_hits(a, "ld: undefined symbol deflate", 5)] == [record.hex]
 
 
 # -- merging pushes ----------------------------------------------------------------------------
@@ -430,8 +431,8 @@ def test_verification_runs_are_kept_and_summarised(db: PgDatabase, client: SQLit
 def test_hostile_searches_are_plain_text(db: PgDatabase, client: SQLiteStore, query: str) -> None:
     store = PgStore(db, db.create_team("t"))
     store.merge_pushed(line(client, made()), "alice")
-    assert store.search_hits(query, 5) == []
-    assert len(store.search_hits(query + " undefined symbol deflate", 5)) == 1
+    assert search_hits(store, query, 5) == []
+    assert len(search_hits(store, query + " undefined symbol deflate", 5)) == 1
 
 
 def test_a_common_term_is_ranked_among_a_bounded_sample(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -173,8 +173,8 @@ def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, a
     if not terms_only:
         raise click.UsageError("give --terms: on the server only the search terms are re-derived")
     from ..analysis.lexical import VERSION
-    from ..store.postgres.lexical import old_teams, upgrade_team
     from ..store.postgres.store import PgStore
+    from ..store.postgres.upgrade import old_teams, upgrade_team
 
     report: list[dict[str, Any]] = []
     with database(dsn, schema) as db:

@@ -20,11 +20,8 @@ fetch. One upgrader at a time per team: an advisory lock held for the batch.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 
-from ...errors import Unavailable
-from .database import Cursor, PgDatabase
+from .database import Cursor
 from .search import PgSearch, tsvector_text
 
 log = logging.getLogger(__name__)
@@ -108,61 +105,3 @@ class PgLexical(PgSearch):
         """Record that every record's terms were re-derived with ``version`` (a full reindex)."""
         with self.db.cursor() as cur:
             self._set_lexical(cur, version, None, 0)
-
-
-# A server re-derives older teams' terms for at most this long when it starts, as sqlite_store does
-# on open; `jiyi team admin reindex --terms` finishes a large database. Meanwhile search finds the
-# records not yet re-derived by their old terms.
-UPGRADE_ON_START_S = 0.2
-# Records a batch. A push of a record in a batch waits for it: while an upgrade rewrote every row,
-# pushes' p99 rose from ~16 ms to 65-90 ms with 500 (SQLite's batch), to ~35 ms with 200, which
-# upgrades at 4 400-4 900 records/s against 4 700-7 100 (bench/pg_term_upgrade.py --rewrite
-# [--pushers 4], 20 000 records, a loaded 2-core machine).
-BATCH = 200
-
-
-def upgrade_team(store: PgLexical, progress: Callable[[int], None] | None = None) -> int:
-    """Re-derive the rest of ``store``'s team, waiting its turn behind another upgrader's batch
-    rather than stopping (both then take turns); returns how many records this call re-derived."""
-    done = 0
-    while step := store.upgrade_lexical(BATCH, wait=True):
-        done += step
-        if progress:
-            progress(step)
-    return done
-
-
-def upgrade_on_start(db: PgDatabase, seconds: float = UPGRADE_ON_START_S) -> int:
-    """Re-derive older teams' terms for up to ``seconds``; returns how many records were. Several
-    processes starting at once do not queue: a team another one is upgrading is left to it. A
-    failure is logged and left for the next start or the admin command: serving comes first."""
-    from ...analysis.lexical import VERSION
-    from .store import PgStore
-
-    deadline = time.monotonic() + seconds
-    done = 0
-    try:
-        # At least one batch, however short the time: every start moves an upgrade on.
-        for team in old_teams(db, VERSION):
-            store = PgStore(db, team)
-            while True:
-                step = store.upgrade_lexical(BATCH, wait=False)
-                done += step
-                if step < BATCH or time.monotonic() >= deadline:
-                    break
-            if time.monotonic() >= deadline:
-                break
-    except Unavailable as exc:
-        log.warning("re-deriving search terms at start: %s", exc)
-    return done
-
-
-def old_teams(db: PgDatabase, target: int) -> list[int]:
-    """The ids of the teams whose index was built with terms older than ``target``."""
-    with db.cursor() as cur:
-        cur.execute(
-            "SELECT t.id FROM teams t LEFT JOIN lexical_versions l ON l.team_id = t.id "
-            "WHERE coalesce(l.version, 1) < %s ORDER BY t.id",
-            (target,),
-        )
-        return [int(row[0]) for row in cur.fetchall()]

@@ -11,16 +11,21 @@ the ``terms`` table (``ts_stat`` would read every vector) plus the changes a tri
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from .. import base
 from ..base import TermStats
 from .database import Cursor, PgDatabase
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 _MAX_POSITION = 16383  # tsvector positions stop here
 _MAX_POSITIONS = 255  # a lexeme keeps at most this many
@@ -62,7 +67,7 @@ class PgSearch:
     db: PgDatabase
     team: int
 
-    # Set on the copy ``PgStore.search_hits`` ranks with: every look-up of one search then runs on
+    # Set on the copy ``one_connection`` gives to rank with: every look-up of one search then runs on
     # one pooled connection in one transaction. Before, each took its own (~6 check-outs, each a
     # liveness check, BEGIN and COMMIT: ~28 round trips a search; bench/team_scale.py). The
     # connection is taken at the first look-up, not before the query's analysis: under load the
@@ -71,8 +76,17 @@ class PgSearch:
     _pinned: Cursor | None = None
 
     @contextmanager
+    def one_connection(self) -> Iterator[Self]:
+        """A copy of this store whose look-ups all run on one pooled connection in one transaction,
+        taken at its first look-up and given back when the block ends: for ranking one search."""
+        with ExitStack() as search:
+            pinned = copy.copy(self)
+            pinned._search = search
+            yield pinned
+
+    @contextmanager
     def reading(self) -> Iterator[Cursor]:
-        """The search's one cursor when ranking for ``search_hits``, else a pooled one for this call."""
+        """The search's one cursor in ``one_connection``, else a pooled one for this call."""
         if self._search is not None:
             if self._pinned is None:
                 self._pinned = self._search.enter_context(self.db.cursor())

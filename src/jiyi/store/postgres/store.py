@@ -9,9 +9,8 @@ changes since a cursor, verifications) in ``pg_team``, exposed here as methods.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
@@ -25,7 +24,6 @@ from .sessions import PgSessions
 
 if TYPE_CHECKING:
     from ...analysis.indexing import Derived
-    from ...ranking import Hit
 
 __all__ = ["Member", "PgDatabase", "PgStore", "Team"]
 
@@ -397,13 +395,3 @@ class PgStore(PgLexical, PgSessions, Store):
         from .team import add_verification
 
         return add_verification(self, hexid, passed=passed, how=how, environment=environment, detail=detail)
-
-    def search_hits(self, query: str, limit: int, *, project_key: str = "") -> list[Hit]:
-        """``ranking.rank`` over the team's records for ``query`` (the server's ``/v1/search``):
-        global records and, with ``project_key``, that project's."""
-        from ...ranking import Query, rank
-
-        with ExitStack() as search:
-            pinned = copy.copy(self)
-            pinned._search = search
-            return rank(pinned, Query(text=query, project_key=project_key), limit=limit)
