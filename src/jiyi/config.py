@@ -42,7 +42,11 @@ _KINDS = {
 
 
 class Settings:
-    """The settings in force; read-only, a changed copy comes from :meth:`replace`."""
+    """The settings in force; read-only, a changed copy comes from :meth:`replace`. :func:`load`
+    reads them from the files and ``JIYI_*`` variables; a caller may also give them outright::
+
+        memory = jiyi.Memory(settings=jiyi.Settings(notes=False, read_budget=5000))
+    """
 
     __slots__ = tuple(_KINDS)
     home: Path

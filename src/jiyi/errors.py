@@ -17,6 +17,15 @@ from __future__ import annotations
 
 
 class JiyiError(Exception):
+    """Any failure of a tool, raised by the structured calls; ``code`` is its SPEC §2 code and
+    ``text()`` what the agent reads (the ``*_text`` calls return it instead of raising)::
+
+        try:
+            hits = session.search(query)
+        except jiyi.JiyiError as exc:
+            print(exc.code, exc.text())
+    """
+
     code = "E_INTERNAL"
 
     def __init__(self, message: str) -> None:
@@ -29,6 +38,13 @@ class JiyiError(Exception):
 
 
 class Unavailable(JiyiError):
+    """The store cannot be opened (locked, corrupt, disk full) or a team server does not answer;
+    ``reason`` says why, the tool text does not::
+
+        except jiyi.Unavailable as exc:
+            log.warning("memory unavailable: %s", exc.reason)
+    """
+
     code = "E_UNAVAILABLE"
 
     def __init__(self, reason: str = "") -> None:
@@ -38,6 +54,13 @@ class Unavailable(JiyiError):
 
 
 class InvalidArgument(JiyiError):
+    """A tool argument failed validation: ``field`` names the argument, ``reason`` says what is
+    wrong with it::
+
+        except jiyi.InvalidArgument as exc:
+            print(exc.field, exc.reason)
+    """
+
     code = "E_INVALID_ARGUMENT"
 
     def __init__(self, field: str, reason: str) -> None:
@@ -47,6 +70,13 @@ class InvalidArgument(JiyiError):
 
 
 class NotFound(JiyiError):
+    """An id that no record has (``memory_read``, a record asked of the team server); ``ref`` is
+    the id as it was asked for::
+
+        except jiyi.NotFound as exc:
+            print("no record", exc.ref)
+    """
+
     code = "E_NOT_FOUND"
 
     def __init__(self, ref: str) -> None:
@@ -55,6 +85,13 @@ class NotFound(JiyiError):
 
 
 class ReadBudgetSpent(JiyiError):
+    """``memory_read`` once the session's read budget is used up (the ``read_budget`` setting,
+    20 000 characters by default)::
+
+        except jiyi.ReadBudgetSpent as exc:
+            print("read budget spent:", exc.budget)
+    """
+
     code = "E_READ_BUDGET"
 
     def __init__(self, budget: int) -> None:
@@ -63,6 +100,13 @@ class ReadBudgetSpent(JiyiError):
 
 
 class NotesDisabled(JiyiError):
+    """``memory_note`` while the setting ``notes`` is false (the MCP server then does not offer
+    the tool)::
+
+        except jiyi.NotesDisabled:
+            pass  # this machine keeps no notes
+    """
+
     code = "E_NOTES_DISABLED"
 
     def __init__(self) -> None:
@@ -70,6 +114,13 @@ class NotesDisabled(JiyiError):
 
 
 class Unauthorized(JiyiError):
+    """The team server refused the token: none was sent, or it is unknown or revoked
+    (HTTP 401)::
+
+        except jiyi.Unauthorized:
+            print("check team_token")
+    """
+
     code = "E_UNAUTHORIZED"
 
     def __init__(self) -> None:
@@ -77,6 +128,13 @@ class Unauthorized(JiyiError):
 
 
 class Forbidden(JiyiError):
+    """The team server holds the record for another team, so this token may not touch it
+    (HTTP 403)::
+
+        except jiyi.Forbidden:
+            print("another team holds this record")
+    """
+
     code = "E_FORBIDDEN"
 
     def __init__(self) -> None:

@@ -18,6 +18,13 @@ from .store.base import Store
 
 
 class Memory:
+    """The memory of this machine: opens the store (in ``home``, else the settings' home) and
+    hands out sessions::
+
+        with jiyi.Memory() as memory:
+            session = memory.session(project="zlib-port")
+    """
+
     def __init__(
         self,
         home: str | Path | None = None,

@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Project:
+    """The project a session works in: the name shown in ``source:`` lines, and the key it is
+    matched by (detected from the working folder's git remote when not given)::
+
+        session = memory.session(project=jiyi.Project(name="zlib", key="github.com/madler/zlib"))
+    """
+
     name: str  # shown in `source:` lines, e.g. zlib-port
     key: str  # identity: normalised remote URL, else the folder path
     root: Path | None = None

@@ -54,6 +54,12 @@ TERM_CANDIDATES = 50
 
 @dataclass(frozen=True)
 class Signal:
+    """One of the nine ranking signals of a hit: its strength (0..1), its detail, and its
+    contribution to the score (its weight times its strength)::
+
+        print([(signal.name, signal.detail, round(signal.contribution, 2)) for signal in hit.signals])
+    """
+
     name: str
     strength: float
     detail: str
@@ -65,6 +71,13 @@ class Signal:
 
 @dataclass
 class Hit:
+    """A record a search found, best first: all nine signals, with their details, and the score
+    they add up to::
+
+        for hit in session.search("ld: undefined symbol deflate"):
+            print(hit.record.id, round(hit.score, 2))
+    """
+
     record: Record
     signals: list[Signal]
     score: float = field(init=False)

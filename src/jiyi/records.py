@@ -42,6 +42,13 @@ def parse_time(stamp: str) -> datetime:
 
 @dataclass(frozen=True)
 class Fix:
+    """A verified change a record carries: a command, a diff or a config file's content; a note
+    gives it as a dict::
+
+        result = session.note(..., fix={"kind": "command", "command": "cc main.o -lz"})
+        result.record.fix  # Fix(kind='command', command='cc main.o -lz', ...)
+    """
+
     kind: str  # command | diff | config
     command: str | None = None
     diff: str | None = None
@@ -151,6 +158,13 @@ class Relation:
 
 @dataclass
 class Record:
+    """One memory: a note or an automatic record, with its counters, indexes and marks; its
+    ``id`` is ``lr_<hex>`` for a record of this machine, ``rr_<hex>`` for one from the team::
+
+        record = session.read("lr_01a163fbe95e791e8c5c45763b9e6937").record
+        print(record.id, record.title, record.learned, record.origin_label)
+    """
+
     hex: str
     title: str
     type: str
@@ -201,6 +215,13 @@ class Record:
 
 @dataclass(frozen=True)
 class Revision:
+    """One version of a record: the session that wrote it and when, what changed (in words),
+    and the fields as they were::
+
+        for rev in memory.store.revisions(record.hex):
+            print(rev.revision, rev.created, rev.change)
+    """
+
     hex: str
     revision: int
     session_id: str

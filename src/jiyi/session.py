@@ -30,6 +30,13 @@ TOOLS = ("memory_search", "memory_read", "memory_note")
 
 @dataclass(frozen=True)
 class ReadResult:
+    """What :meth:`Session.read` returns: the record, its text as ``memory_read`` gives it, and
+    whether the session's read budget cut that text::
+
+        result = session.read("lr_01a163fbe95e791e8c5c45763b9e6937")
+        print(result.text)  # cut short by the budget when result.truncated
+    """
+
     record: Record
     text: str
     truncated: bool
@@ -37,6 +44,13 @@ class ReadResult:
 
 @dataclass(frozen=True)
 class NoteResult:
+    """What :meth:`Session.note` returns: the record saved (a new revision when the topic was
+    noted before), the similar records found, and the tool text::
+
+        result = session.note(title="Link zlib with -lz", type="bugfix", scope="project", content=content)
+        print(result.record.id, [hit.record.id for hit in result.similar])
+    """
+
     record: Record
     similar: list[Hit]
     text: str
@@ -44,11 +58,25 @@ class NoteResult:
 
 @dataclass(frozen=True)
 class ToolResult:
+    """One tool's answer as the agent gets it: the text, and whether it is an error's text
+    (a failure comes back here, it is not raised)::
+
+        result = session.call("memory_search", {"query": "ld: undefined symbol deflate"})
+        print(result.text, result.is_error)
+    """
+
     text: str
     is_error: bool = False
 
 
 class Session:
+    """One agent conversation in a project, with the three tools as calls (which raise
+    :class:`~jiyi.errors.JiyiError`) and as texts (which carry its text instead)::
+
+        hits = session.search("ld: undefined symbol deflate")
+        print(session.search_text("ld: undefined symbol deflate"))  # memory_search's text
+    """
+
     def __init__(self, memory: Memory, project: Project, env: dict[str, str], session_id: str | None) -> None:
         self.memory = memory
         self.project = project
