@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .errors import InvalidArgument
 
-# The hook reads the settings on every tool call (SPEC §8: ≤ 50 ms an event): dataclasses (with
+# The hook reads the settings on every tool call (docs/spec.md §8: ≤ 50 ms an event): dataclasses (with
 # inspect), typing and tomllib cost it ~12 ms together (`python -X importtime`), so Settings is a
 # plain class, TOML is parsed only when a file exists, and a flat file without tomllib
 # (``toml_flat``). mypy reads this name as typing's.

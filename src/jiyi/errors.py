@@ -1,4 +1,4 @@
-"""Error codes of SPEC §2.
+"""Error codes of docs/spec.md §2.
 
 Every tool failure reaches the agent as text: the message on the first line and
 ``错误码：<CODE>`` on the second. The hierarchy::
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 
 class JiyiError(Exception):
-    """Any failure of a tool, raised by the structured calls; ``code`` is its SPEC §2 code and
+    """Any failure of a tool, raised by the structured calls; ``code`` is its docs/spec.md §2 code and
     ``text()`` what the agent reads (the ``*_text`` calls return it instead of raising)::
 
         try:
@@ -33,7 +33,7 @@ class JiyiError(Exception):
         self.message = message
 
     def text(self) -> str:
-        """The tool text of this failure, byte-exact as SPEC §2 gives it."""
+        """The tool text of this failure, byte-exact as docs/spec.md §2 gives it."""
         return f"{self.message}\n错误码：{self.code}"
 
 

@@ -1,6 +1,6 @@
 """Where a checkout stands, from git's files with ``os`` alone: its top folder and HEAD commit.
 
-A failure's reproduction (SPEC §5) names the commit the command failed at. The hook's quick path
+A failure's reproduction (docs/spec.md §5) names the commit the command failed at. The hook's quick path
 keeps that point with the failure (:func:`failure_point`), because the commit may have moved by the
 time the failure is fixed and its automatic record written: the success may follow a commit of
 the fix itself, and at that commit the failure no longer reproduces. Reading the files rather than

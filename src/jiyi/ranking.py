@@ -1,9 +1,9 @@
-"""The nine ranking signals of SPEC §4, and candidate generation.
+"""The nine ranking signals of docs/spec.md §4, and candidate generation.
 
 Every hit carries all nine signals with their detail and contribution, so the answer can say *why*
 it matched. Only topical signals (error_signature, code_symbol, lexical) can make a hit; the rest
 reorder. Candidates come from exact indexes first (signatures, symbols) and then from the query's
-rarest terms only: a query OR-ing every term costs ~80 ms at 100 000 records (research/performance.md),
+rarest terms only: a query OR-ing every term costs ~80 ms at 100 000 records (docs/research/performance.md),
 the rarest eight ~2 ms. A candidate found by words alone is scored only when it shares enough of
 them; each record loaded and scored costs ~0.1 ms, the bulk of a search at 100 000 records.
 """

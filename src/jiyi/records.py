@@ -1,4 +1,4 @@
-"""The record model (SPEC §3): what a note stores, its fix, its evidence and its relations."""
+"""The record model (docs/spec.md §3): what a note stores, its fix, its evidence and its relations."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def _variant(failed: str, changed: str) -> bool:
 
 @dataclass(frozen=True)
 class Verification:
-    """The replay runs of a record so far (SPEC §1's ``核验`` line): how, when last, where."""
+    """The replay runs of a record so far (docs/spec.md §1's ``核验`` line): how, when last, where."""
 
     how: str  # "replay"
     date: str  # YYYY-MM-DD of the last run

@@ -1,7 +1,7 @@
-"""A session: one agent conversation, with the three tools (SPEC §1) as structured calls and texts.
+"""A session: one agent conversation, with the three tools (docs/spec.md §1) as structured calls and texts.
 
 Session state (read budget used, records read, notes written, last failure) lives in the store, so
-a hook process and the MCP server of the same conversation share it (SPEC §5).
+a hook process and the MCP server of the same conversation share it (docs/spec.md §5).
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ class Session:
         )
 
     def _reproduction(self, state: SessionState | None) -> Reproduction | None:
-        """How to meet the pending failure again (SPEC §5): its command, the repository and the
+        """How to meet the pending failure again (docs/spec.md §5): its command, the repository and the
         commit it failed at, the folder relative to the top; None without a failing command or
         outside git. A failure kept without where it failed (before the store kept it) takes the
         project's HEAD now and the session's folder."""
@@ -255,7 +255,7 @@ class Session:
         return self.call("memory_note", args).text
 
     def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
-        """Run one tool by name; every failure comes back as its SPEC §2 text, never raised."""
+        """Run one tool by name; every failure comes back as its docs/spec.md §2 text, never raised."""
         try:
             if tool == "memory_search":
                 return ToolResult(formats.search_text(self.search(args.get("query"), args.get("limit"))))

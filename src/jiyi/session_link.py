@@ -1,4 +1,4 @@
-"""Linking an MCP server to its conversation's hook events when no session id says which (SPEC §5).
+"""Linking an MCP server to its conversation's hook events when no session id says which (docs/spec.md §5).
 
 Claude Code starts a plugin's MCP server with the conversation's id (``CLAUDE_CODE_SESSION_ID``),
 and ``JIYI_SESSION_ID`` names one anywhere else; with either, hooks and server meet by that id.

@@ -1,4 +1,4 @@
-"""The flat settings files jiyi's users write, read without tomllib (SPEC §8: a hook event ≤ 50 ms).
+"""The flat settings files jiyi's users write, read without tomllib (docs/spec.md §8: a hook event ≤ 50 ms).
 
 ``config.toml`` and ``.jiyi.toml`` hold a few ``key = value`` lines, at the top or under
 ``[jiyi]``. tomllib costs a hook process ~8 ms of imports (typing, datetime, its parser), a fifth

@@ -1,4 +1,4 @@
-"""Secret redaction (SPEC §6): nothing jiyi stores or sends may carry a credential.
+"""Secret redaction (docs/spec.md §6): nothing jiyi stores or sends may carry a credential.
 
 Our own stdlib regexes, not the `detect-secrets` package (re-measured with 1.5.0 on this project's
 machine: importing it costs ~190-225 ms, entering its default settings ~30 ms and scanning a 20 KB

@@ -1,4 +1,4 @@
-"""Compiled regular expressions kept across processes, for the hook path (SPEC §5: ≤ 50 ms an event).
+"""Compiled regular expressions kept across processes, for the hook path (docs/spec.md §5: ≤ 50 ms an event).
 
 The signature and redaction rules are ~160 patterns; ``re`` compiles them in pure Python, ~40 ms —
 most of what a hook process spends on a failure. The compiled form (the ``_sre`` code ``re`` hands

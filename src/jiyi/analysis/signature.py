@@ -1,4 +1,4 @@
-"""Error signatures: the key line(s) of an error text, normalised and hashed (SPEC §4).
+"""Error signatures: the key line(s) of an error text, normalised and hashed (docs/spec.md §4).
 
 The same failure met in another project prints other paths, versions, line numbers and log noise;
 its signature must not change. Two failures with different fixes must not share one, so what

@@ -1,4 +1,4 @@
-"""Automatic records (SPEC §5): a failure that went away with an evident fix and no note.
+"""Automatic records (docs/spec.md §5): a failure that went away with an evident fix and no note.
 
 When the tool that failed succeeds, no note was written since the failure, and the fix is evident —
 the command changed, or files were edited in between — the hook writes a ``bugfix`` record of origin
@@ -13,7 +13,7 @@ the fix, not the failing one again. Its topic comes from the failure's first sig
 source; fixed another way, it becomes the record's next revision. ``Settings.auto_records``
 (``JIYI_AUTO_RECORDS``) turns them off.
 
-Runs after a hook (its detached finisher, ``loop_closing``) or in ``Session.observe_tool_result``
+Runs after a hook (its detached finisher, ``capture.finisher``) or in ``Session.observe_tool_result``
 (``jiyi run``): no ranking, no similarity search.
 """
 

@@ -1,4 +1,4 @@
-"""Hook events as each agent sends them (SPEC §5): one JSON payload becomes an :class:`Event`.
+"""Hook events as each agent sends them (docs/spec.md §5): one JSON payload becomes an :class:`Event`.
 
 Claude Code, Codex CLI and Gemini CLI each report a tool call after it ran; this module reads
 their payloads into one shape and knows nothing of the store:

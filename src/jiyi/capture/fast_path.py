@@ -1,4 +1,4 @@
-"""The hook's quick path (SPEC §5: ≤ 50 ms an event): the common events with sqlite3 alone.
+"""The hook's quick path (docs/spec.md §5: ≤ 50 ms an event): the common events with sqlite3 alone.
 
 Most events are a successful tool call with no failure pending, an edit while one is, a failure
 no record matches, or a success that closes a loop. They are applied here with json, os and

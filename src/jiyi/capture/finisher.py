@@ -1,4 +1,4 @@
-"""The automatic record written after the hook returns (SPEC §5): the finisher process.
+"""The automatic record written after the hook returns (docs/spec.md §5): the finisher process.
 
 A success of the tool that failed ends the session's failure: the records read since get
 ``used_success + 1``, a note written since that shares a signature becomes ``local_auto``, the

@@ -1,9 +1,9 @@
-"""Capture (SPEC §5): ``jiyi hook <agent>`` — one agent hook event on stdin becomes a tool result
+"""Capture (docs/spec.md §5): ``jiyi hook <agent>`` — one agent hook event on stdin becomes a tool result
 of a jiyi session.
 
 It runs on every tool call of the agent and must cost it ≤ 50 ms, so the work is split:
 
-- ``hook_events`` reads the agent's payload into an ``Event`` (parsing per agent, no store);
+- ``events`` reads the agent's payload into an ``Event`` (parsing per agent, no store);
 - ``fast_path`` applies the common events with json, os and sqlite3's core alone (no typing,
   dataclasses, pathlib, datetime, click, rich, mcp, pydantic or ranking stack);
 - :func:`_full` here applies everything else through the store (``results``): a new

@@ -1,4 +1,4 @@
-"""Recording a tool result in a session (SPEC §5), shared by the hook and ``Session.observe_tool_result``.
+"""Recording a tool result in a session (docs/spec.md §5), shared by the hook and ``Session.observe_tool_result``.
 
 A failure becomes the session's last failure: the error text redacted and capped
 (``cleaning.clean_error``), its signatures, the command that failed (``cleaning.clean_command``).

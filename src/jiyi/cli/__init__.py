@@ -59,7 +59,7 @@ class _Entry:
 
             sys.exit(hook_main(argv[1:]))
         if not args and not kwargs and argv == ["mcp"]:
-            # An agent spawns the server and waits for it (SPEC §8: tools/list within 1 s): the
+            # An agent spawns the server and waits for it (docs/spec.md §8: tools/list within 1 s): the
             # other commands' modules (rich, the team client) are not loaded for it.
             from ..mcp_server.start import serve
 

@@ -24,7 +24,7 @@ project_option = click.option("--project", default=None, help="Project name (def
 
 @contextmanager
 def opened() -> Iterator[Memory]:
-    """Errors become their SPEC §2 text on stderr and exit status 1."""
+    """Errors become their docs/spec.md §2 text on stderr and exit status 1."""
     memory = Memory()
     try:
         yield memory
@@ -63,7 +63,7 @@ def record_json(record: Record) -> dict[str, Any]:
         "evidence": {"sources": record.sources, "used_success": record.used_success},
         "evidence_refs": record.evidence_refs,
         "marked": [{"by": m.source_id, "relation": m.relation} for m in record.marked],
-        # How to meet the failure again and what the team's replays concluded (SPEC §5).
+        # How to meet the failure again and what the team's replays concluded (docs/spec.md §5).
         "reproduction": record.reproduction.to_dict() if record.reproduction else None,
         "verification": record.verification.to_dict() if record.verification else None,
         "date": day(record.updated),

@@ -98,7 +98,7 @@ def doctor_command(as_json: bool) -> None:
         version, left = store.lexical_state()
         report["lexical"] = {"version": version, "current": _terms_version(), "left": left}
         if isinstance(store, SQLiteStore):
-            # Written by a detached finisher after the hook (loop_closing.py); a row given up on
+            # Written by a detached finisher after the hook (capture/finisher.py); a row given up on
             # stays for inspection.
             waiting, given_up = store.auto_record_queue()
             report["auto_records_queued"] = {"waiting": waiting, "given_up": given_up}

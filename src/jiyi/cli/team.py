@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 8750
 # The side that closes an idle connection first must be the one that would reuse it: a proxy in
 # front (nginx's upstream keepalive_timeout, a cloud load balancer's idle timeout: 60 s) or the
-# client (2 s, team_client.KEEPALIVE_EXPIRY). uvicorn's default, 5 s, equals httpx's: a request
+# client (2 s, team.client.http.KEEPALIVE_EXPIRY). uvicorn's default, 5 s, equals httpx's: a request
 # could go out on a connection the server was just closing.
 KEEP_ALIVE = 75
 
@@ -101,7 +101,7 @@ def serve_command(
         pass  # migrations applied once here, before the workers start; and a bad DSN fails now
     if read_dsn:
         _wait_for_replica(read_dsn, schema)  # before the workers: each would refuse it on its own
-    # The workers are other processes: they build the app from the environment (team_server.app_from_env).
+    # The workers are other processes: they build the app from the environment (team.server.app.app_from_env).
     os.environ["JIYI_TEAM_DSN"] = dsn
     os.environ["JIYI_TEAM_SCHEMA"] = schema
     if read_dsn:

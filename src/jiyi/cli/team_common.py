@@ -1,5 +1,5 @@
 """What the ``jiyi team`` commands share: the check for the team extra, the options and the
-opening of the server's database (``serve`` and ``admin``), and a SPEC §2 error, with its reason,
+opening of the server's database (``serve`` and ``admin``), and a docs/spec.md §2 error, with its reason,
 turned into exit status 1."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def need(*modules: str) -> None:
 
 
 def error_text(exc: JiyiError) -> str:
-    """The error's SPEC §2 text, then its reason (what failed underneath) when it has one."""
+    """The error's docs/spec.md §2 text, then its reason (what failed underneath) when it has one."""
     reason = getattr(exc, "reason", "")
     return exc.text() + (f"\n{reason}" if reason else "")
 

@@ -1,8 +1,8 @@
 """``jiyi team verify``: this machine replays the team's records that carry a fix and a
-reproduction (SPEC §5) and reports each result to the team server.
+reproduction (docs/spec.md §5) and reports each result to the team server.
 
 Replaying runs other people's commands, so it happens only here, on a runner the team sets aside
-and starts explicitly; no search and no hook ever gets here (SPEC §6).
+and starts explicitly; no search and no hook ever gets here (docs/spec.md §6).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """``jiyi mcp``: the three tools over MCP (official SDK, its low-level ``Server``), stdio by default.
 
 The JSON schemas advertise the seed's constraints so every client sees them before calling, and
-the arguments reach validation.py as they came: SPEC §2 wants our error text (``参数无效：…`` /
+the arguments reach validation.py as they came: docs/spec.md §2 wants our error text (``参数无效：…`` /
 ``错误码：…``), not the SDK's. Results are ``CallToolResult`` so an error keeps its exact text.
 
 The low-level server, not ``MCPServer``: the three tools need none of what ``MCPServer`` adds
 (argument models, resources, prompts, request-state sealing), and importing it costs the start of
-``jiyi mcp`` (SPEC §8: ``tools/list`` within 1 s) about 60 ms more (httpx, cryptography).
+``jiyi mcp`` (docs/spec.md §8: ``tools/list`` within 1 s) about 60 ms more (httpx, cryptography).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ class JiyiServer(Server[Any]):
 
     async def list_tools(self) -> list[MCPTool]:
         # notes = false: memory_note is not offered; a client that cached the list still gets
-        # E_NOTES_DISABLED when it calls it (SPEC §2) rather than "unknown tool".
+        # E_NOTES_DISABLED when it calls it (docs/spec.md §2) rather than "unknown tool".
         return [t for t in self.tools if self.notes_enabled or t.name != "memory_note"]
 
 

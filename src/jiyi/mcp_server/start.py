@@ -3,7 +3,7 @@
 ``import mcp.server.lowlevel`` runs ``mcp/__init__.py`` and ``mcp/server/__init__.py`` first, and
 they import the SDK's client (sessions, session groups, its HTTP transports) and ``MCPServer`` with
 httpx and cryptography: 100–200 ms of CPU (``python -X importtime -m jiyi mcp``) of a start that
-SPEC §8 bounds at 1 s, none of it used by a stdio server. In the ``jiyi mcp`` process alone, where
+docs/spec.md §8 bounds at 1 s, none of it used by a stdio server. In the ``jiyi mcp`` process alone, where
 nothing else runs that could want those names, the two packages are entered as bare packages over
 the SDK's own folders: the server's modules then load from the installed SDK, unchanged, and only
 they load. Should an SDK's server modules need the re-exports after all, the half-loaded modules

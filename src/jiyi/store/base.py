@@ -1,7 +1,7 @@
-"""The storage interface. SQLite (``sqlite_store``) is the embedded default; PostgreSQL follows it
+"""The storage interface. SQLite (``store.sqlite``) is the embedded default; PostgreSQL follows it
 for team memory. Everything above this line (ranking, sessions, tools) speaks only this interface.
 
-Each method is one transaction: a failure leaves nothing half-written (SPEC §2). Implementations
+Each method is one transaction: a failure leaves nothing half-written (docs/spec.md §2). Implementations
 raise ``errors.Unavailable`` when the store cannot be used at all.
 """
 

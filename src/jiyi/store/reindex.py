@@ -10,7 +10,7 @@ The full-text terms are re-derived from the stored text alone (``upgrade_terms``
 a transaction, resumable: ~34 µs a record, so 10 000 records take 0.34 s and 100 000 take 3.3 s
 (bench stores, loaded machine). One transaction for all would hold the write lock that long, and
 hooks writing meanwhile would give up after the busy timeout; batches let them in between. A store
-opened with an older index re-derives batches for up to 0.2 s (sqlite_store), which finishes most
+opened with an older index re-derives batches for up to 0.2 s (the SQLite store), which finishes most
 stores at once; ``jiyi reindex`` finishes any, with a progress bar. Meanwhile records not yet
 re-derived are found as before (their ASCII words and CJK bigrams are the same terms), only not yet
 by their other words: search misses what it missed before and says nothing wrong. ``jiyi doctor``

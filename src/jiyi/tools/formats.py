@@ -1,4 +1,4 @@
-"""The tool texts of SPEC §1, byte-exact. Nothing here touches the store."""
+"""The tool texts of docs/spec.md §1, byte-exact. Nothing here touches the store."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ KEY_LINE_MAX = 200
 NO_MATCH = "no matching memory"
 SEP = " · "
 
-# Fix commands from others are data, never to be run as-is (SPEC §6); these shapes are flagged.
+# Fix commands from others are data, never to be run as-is (docs/spec.md §6); these shapes are flagged.
 _DANGEROUS = [
     re.compile(p)
     for p in (
@@ -66,7 +66,7 @@ def is_dangerous(command: str) -> bool:
 
 
 def verification_lines(record: Record) -> list[str]:
-    """SPEC §1's ``核验`` line: only for team-verified records that carry their replay runs."""
+    """docs/spec.md §1's ``核验`` line: only for team-verified records that carry their replay runs."""
     v = record.verification
     if record.origin != "team_verified" or v is None:
         return []

@@ -1,4 +1,4 @@
-"""Checks every tool argument (SPEC §1) and turns a bad one into ``E_INVALID_ARGUMENT``.
+"""Checks every tool argument (docs/spec.md §1) and turns a bad one into ``E_INVALID_ARGUMENT``.
 
 The MCP schemas advertise the same limits, but clients differ in what they enforce, so the checking
 lives here and gives our error text whatever the caller is.

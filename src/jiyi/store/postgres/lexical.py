@@ -1,7 +1,7 @@
 """The version of a team's full-text terms on PostgreSQL, and re-deriving an older index (the
-``Store`` methods ``lexical_state`` / ``upgrade_lexical`` / ``lexical_rebuilt``, as sqlite_store's).
+``Store`` methods ``lexical_state`` / ``upgrade_lexical`` / ``lexical_rebuilt``, as the SQLite store's).
 
-``lexical_versions`` (pg_migrations m007) keeps, per team, the ``lexical.VERSION`` its vectors were
+``lexical_versions`` (store.postgres.migrations m007) keeps, per team, the ``lexical.VERSION`` its vectors were
 built with, and the cursor of an upgrade under way. Each batch is one short transaction that reads
 the cursor, re-derives the next records by rid, moves the cursor and commits: an upgrade stopped
 anywhere (a killed process, a lost connection) loses nothing and resumes where it was.

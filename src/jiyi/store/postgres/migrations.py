@@ -303,7 +303,7 @@ migration(
     """,
 )
 
-# The lexical.VERSION each team's full-text vectors were built with (pg_lexical.py), per team since a
+# The lexical.VERSION each team's full-text vectors were built with (store/postgres/lexical.py), per team since a
 # team's records are its own index (every look-up and term count names the team) and a team is
 # upgraded, resumed and reported on its own. A team with no row reads as version 1, so every team of
 # a database written before this step (or by an older server still running) counts as old.

@@ -1,12 +1,12 @@
 """Look-ups of ``PgStore`` (the search half of ``Store``): signatures and symbols in their own
-tables with sqlite_store's common-key bounding, and full text as a ``tsvector`` of jiyi's own
+tables with the SQLite store's common-key bounding, and full text as a ``tsvector`` of jiyi's own
 lexical terms.
 
 The vector is built here, not by a PostgreSQL text-search parser, so its terms are exactly those
 SQLite's FTS5 indexes (no stemming; ``pthread_create`` one term, CJK bigrams as they are); a query
 is quoted lexemes OR-ed, so no text ever reaches tsquery syntax. Document counts per term come from
 the ``terms`` table (``ts_stat`` would read every vector) plus the changes a trigger appended to
-``term_changes`` that ``fold_terms`` has not moved there yet (``pg_migrations`` m004).
+``term_changes`` that ``fold_terms`` has not moved there yet (``store.postgres.migrations`` m004).
 """
 
 from __future__ import annotations
@@ -99,10 +99,10 @@ class PgSearch:
         if not keys:
             return []
         with self.reading() as cur:
-            # As sqlite_store._lookup: a key on thousands of records names no particular one; when
+            # As the SQLite store's _lookup: a key on thousands of records names no particular one; when
             # rarer keys are asked for too (or, with ``only_rare``, always) only they are looked up,
             # all their records read from the key's index alone, records sharing most keys first
-            # (no join with records, as sqlite_store). With only common keys: the most recent of a
+            # (no join with records, as the SQLite store). With only common keys: the most recent of a
             # bounded sample of their records (index order). One statement, one branch answers.
             cur.execute(
                 f"WITH rare AS MATERIALIZED (SELECT array_agg(k) AS keys FROM unnest(%(keys)s::text[]) k "

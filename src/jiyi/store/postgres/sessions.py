@@ -1,6 +1,6 @@
 """Session state on PostgreSQL (the session half of ``Store``), scoped to ``PgStore``'s team.
 
-Mirrors ``sqlite_store``'s sessions statement by statement; where SQLite takes its write lock up
+Mirrors ``store.sqlite``'s sessions statement by statement; where SQLite takes its write lock up
 front, these lock the session's row (``FOR UPDATE``) so concurrent calls of one session queue.
 """
 

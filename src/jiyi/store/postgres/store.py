@@ -2,9 +2,9 @@
 
 Every statement names the team (primary keys start with ``team_id``), so one database holds many
 teams and none can read, search or change another's records. The parts: records here (their rows
-in ``pg_rows``), look-ups and full text in ``pg_search``, the full-text terms' version in
-``pg_lexical``, sessions in ``pg_sessions``, and the team server's own operations (merge a push,
-changes since a cursor, verifications) in ``pg_team``, exposed here as methods.
+in ``rows``), look-ups and full text in ``search``, the full-text terms' version in
+``store.postgres.lexical``, sessions in ``sessions``, and the team server's own operations (merge a push,
+changes since a cursor, verifications) in ``store.postgres.team``, exposed here as methods.
 """
 
 from __future__ import annotations
@@ -349,7 +349,7 @@ class PgStore(PgLexical, PgSessions, Store):
             )
             return [(str(t), str(r), str(c)) for t, r, c in cur.fetchall()]
 
-    # -- the team server's operations (pg_team) ----------------------------------------------
+    # -- the team server's operations (store.postgres.team) ----------------------------------------------
     def merge_pushed(self, data: dict[str, Any], member: str) -> bool:
         """Merge one pushed record (an export line, ``transfer.record_to_json``, with its
         ``reproduction``) from ``member``. A new record is inserted; a known one gains the revisions
@@ -371,7 +371,7 @@ class PgStore(PgLexical, PgSessions, Store):
 
     def forget_in_team(self, hexid: str, *, purge: bool, member: str | None = None) -> str:
         """Forget (or purge) ``hexid`` for the whole team, leaving a tombstone pulls see, if
-        ``member`` may (None: the operator, who may): ``pg_team.FORGOTTEN``, ``UNKNOWN`` or ``REFUSED``."""
+        ``member`` may (None: the operator, who may): ``store.postgres.team.FORGOTTEN``, ``UNKNOWN`` or ``REFUSED``."""
         from .team import forget
 
         return forget(self, hexid, purge=purge, member=member)

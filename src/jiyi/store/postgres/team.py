@@ -21,7 +21,7 @@ from ...transfer import record_from_json, record_to_json
 if TYPE_CHECKING:
     from .store import PgStore
 
-# The origins a machine gives its own records, in the order confirmation raises them (SPEC §5: a
+# The origins a machine gives its own records, in the order confirmation raises them (docs/spec.md §5: a
 # note becomes local_auto when its failure goes away). team / team_verified are the server's word.
 _CONFIRMATION = {"note": 0, "local_auto": 1, "human": 2}
 # What ``forget`` answers for a record (the lists of POST /v1/forget's answer).

@@ -16,7 +16,7 @@ from .store import PgStore
 
 log = logging.getLogger(__name__)
 
-# A server re-derives older teams' terms for at most this long when it starts, as sqlite_store does
+# A server re-derives older teams' terms for at most this long when it starts, as the SQLite store does
 # on open; `jiyi team admin reindex --terms` finishes a large database. Meanwhile search finds the
 # records not yet re-derived by their old terms.
 UPGRADE_ON_START_S = 0.2

@@ -149,7 +149,7 @@ def m002_sessions(db: sqlite3.Connection) -> None:
 
 @migration
 def m003_success_loop(db: sqlite3.Connection) -> None:
-    # Closing the loop (SPEC §5): the failure's signatures, kept so the success needs no analysis;
+    # Closing the loop (docs/spec.md §5): the failure's signatures, kept so the success needs no analysis;
     # the latest read / write of a record in a session ("since the failure"); what proactive recall
     # already handed a session.
     _run(
@@ -170,7 +170,7 @@ def m003_success_loop(db: sqlite3.Connection) -> None:
 
 @migration
 def m004_auto_records(db: sqlite3.Connection) -> None:
-    # Automatic records (SPEC §5): the command that failed, kept with the last failure, and the
+    # Automatic records (docs/spec.md §5): the command that failed, kept with the last failure, and the
     # files a session edited while a failure was pending (the evident fix); the sessions that
     # confirmed a record by meeting and fixing its failure again (each one source).
     _run(
@@ -195,7 +195,7 @@ def m004_auto_records(db: sqlite3.Connection) -> None:
 
 @migration
 def m005_reproduction(db: sqlite3.Connection) -> None:
-    # Replay verification (SPEC §5): how to meet a note's failure again (command, repo, commit,
+    # Replay verification (docs/spec.md §5): how to meet a note's failure again (command, repo, commit,
     # cwd) and the replay runs so far, each as JSON.
     _run(
         db,
@@ -265,7 +265,7 @@ def m006_team_sync(db: sqlite3.Connection) -> None:
 @migration
 def m007_auto_record_queue(db: sqlite3.Connection) -> None:
     # The hook's quick path closes a loop and queues its automatic record here, in one transaction;
-    # a detached finisher writes the record and deletes the row (loop_closing.py). ``failure`` is
+    # a detached finisher writes the record and deletes the row (capture/finisher.py). ``failure`` is
     # the resolved failure as JSON (tool, error, signatures, command, noted, edited), redacted as
     # the session kept it; ``command`` the succeeding call's, redacted; ``attempts`` counts the
     # finishers that took the row, so one that always fails is given up on.

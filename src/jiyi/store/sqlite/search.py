@@ -49,7 +49,7 @@ class SQLiteSearch(SQLiteConnection):
         if rare:
             # Each has at most the bound of records: all are read, from the key's index alone. Records
             # sharing most keys first; not joined with records for recency, as that costs a random
-            # look-up per match (~15 ms for a key on 1 700 of 100 000 records, research/performance.md).
+            # look-up per match (~15 ms for a key on 1 700 of 100 000 records, docs/research/performance.md).
             sql = (
                 f"SELECT hex FROM {table} WHERE {column} IN ({marks}) GROUP BY hex ORDER BY count(*) DESC, hex LIMIT ?"
             )

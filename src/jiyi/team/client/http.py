@@ -1,6 +1,6 @@
 """The HTTP side of team memory: one method per endpoint of docs/team-protocol.md, over httpx.
 
-Failures become the SPEC §2 errors the rest of jiyi speaks: no answer, a timeout, a 5xx or a rate
+Failures become the docs/spec.md §2 errors the rest of jiyi speaks: no answer, a timeout, a 5xx or a rate
 limit is ``Unavailable`` (the outbox keeps everything and tries again), 401 ``Unauthorized``, 403
 ``Forbidden``, 400 / 413 ``InvalidArgument``. Nothing here touches the local store (``sync`` does).
 """

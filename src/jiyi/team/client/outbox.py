@@ -68,7 +68,7 @@ class Status:
     pending: int  # rows a push would send under the current team_push
     held: int  # rows team_push keeps home
     failing: int  # rows whose last push failed
-    forgets: int  # forgets and purges of this machine's records not yet answered (``team_forget``)
+    forgets: int  # forgets and purges of this machine's records not yet answered (``forget``)
     last_push: str | None
     last_pull: str | None
     last_error: str | None
@@ -129,7 +129,7 @@ class PushReport:
     accepted: int = 0
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)  # hexes the server refused (another team's)
-    forgotten: int = 0  # this machine's forgets and purges the server applied (``team_forget``)
+    forgotten: int = 0  # this machine's forgets and purges the server applied (``forget``)
     forgets_refused: int = 0  # ... and those it refused: another member pushed the record first
 
 
@@ -137,7 +137,7 @@ def _due(store: SQLiteStore, team_push: str, force: bool, skip: set[str]) -> lis
     clock = "" if force else "AND o.next_try <= ? "
     params: list[Any] = [] if force else [_stamp(datetime.now(timezone.utc))]
     with store.transaction() as db:
-        # A forgotten record is not pushed again: its forget goes instead (``team_forget``).
+        # A forgotten record is not pushed again: its forget goes instead (``forget``).
         db.execute("DELETE FROM outbox WHERE hex IN (SELECT hex FROM records WHERE forgotten = 1)")
         rows = db.execute(
             f"SELECT o.hex, o.changes FROM outbox o JOIN records r ON r.hex = o.hex "

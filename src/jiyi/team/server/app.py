@@ -3,7 +3,7 @@
 Stateless: a process keeps only its connection pool and its rate-limit buckets, so several
 processes (``jiyi team serve --workers N``, or several machines behind a load balancer) share one
 database. The checks before a route runs (whose token, its rate, the body's size) are in
-``team_limits``.
+``limits``.
 
 With a read replica (``read_db``, ``--read-dsn``) the reads of ``READ_ROUTES`` go to it; writes and
 token checks stay on the primary, so a revoked token is refused at once, however far the replica

@@ -29,7 +29,7 @@ _ERRORS = {
 }
 
 
-# The reads team_server.READ_ROUTES sends to a read replica say so (a test holds the two together).
+# The reads team.server.app.READ_ROUTES sends to a read replica say so (a test holds the two together).
 _REPLICA = (
     "Read from the read replica when the server has one (`jiyi team serve --read-dsn`): a change shows "
     "here once the replica has replayed it (pulls see a prefix of the changes, never skip one)."
@@ -179,7 +179,7 @@ def document() -> dict[str, Any]:
             ),
             "/v1/search": {
                 "get": {
-                    "summary": "Rank the team's records for a query (SPEC §4 signals)",
+                    "summary": "Rank the team's records for a query (docs/spec.md §4 signals)",
                     "description": _REPLICA,
                     "parameters": [
                         _query("q", "string", "1..2000 characters", required=True),

@@ -1,4 +1,4 @@
-"""What a replayed record's command may reach (SPEC §5: replay runs in an isolated runner).
+"""What a replayed record's command may reach (docs/spec.md §5: replay runs in an isolated runner).
 
 A record's reproduction and fix commands come from another member of the team, so ``replay`` runs
 them confined, with util-linux alone (``unshare``, ``mount``, ``setpriv``: no package beyond the

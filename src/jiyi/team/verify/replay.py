@@ -1,11 +1,11 @@
-"""Replay verification (回放验证, SPEC §5): does a record's fix really fix its failure?
+"""Replay verification (回放验证, docs/spec.md §5): does a record's fix really fix its failure?
 
 In a throw-away checkout of the record's repository at its commit, the reproduction command must
 fail with one of the record's error signatures; then the fix is applied (a command run, a diff
 applied, a config file written inside the checkout) and the check must pass: the reproduction's
 ``check`` when it has one (the fix is the failing command changed, ``records.checked_by``), else
 the failing command again. A command fix that is the check itself runs once, as the check. Only
-``jiyi team verify`` calls this, on a runner a team opts into: search never runs a fix (SPEC §6).
+``jiyi team verify`` calls this, on a runner a team opts into: search never runs a fix (docs/spec.md §6).
 
 The record's commands run confined (``isolation``): without network, and unable to write outside
 the checkout and its private temp folder, unless the caller allows either; with a minimal
