@@ -22,8 +22,8 @@ from jiyi.records import Record, Relation, Revision, new_hex, snapshot
 from jiyi.store.base import Store
 from jiyi.tools import formats
 
+from .analysis.test_signature import TORCH_EXTENSION, needs_demangler
 from .helpers import SIGNALS
-from .test_signature import TORCH_EXTENSION, needs_demangler
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 ZLIB_ERROR = "ld: undefined symbol deflate"

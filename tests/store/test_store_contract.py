@@ -1,7 +1,7 @@
 """The ``Store`` interface, once per backend: every documented behaviour on SQLite and on
 PostgreSQL (one fresh schema and team per test). SQLite-only matters (WAL, locks, corrupt files)
 are in test_sqlite_store.py; PostgreSQL-only ones (teams, tokens, merging pushes) in
-test_pg_store.py.
+test_postgres_store.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from jiyi.records import Fix, Record, Relation, Reproduction, Revision, Verifica
 from jiyi.store.base import Store, TermStats
 from jiyi.store.sqlite import store as sqlite_store
 
-from .helpers import ZLIB, note
+from ..helpers import ZLIB, note
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

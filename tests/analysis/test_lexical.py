@@ -18,7 +18,7 @@ from jiyi.analysis.lexical import QueryWeights, coverage, idf, index_text, match
 from jiyi.errors import InvalidArgument
 from jiyi.store.base import Store
 
-from .helpers import ZLIB, note
+from ..helpers import ZLIB, note
 
 # -- tokenising ------------------------------------------------------------------------------
 
