@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from jiyi.store.base import Store
     from jiyi.store.postgres.database import PgDatabase
 
 
@@ -59,6 +60,27 @@ def pg_schema() -> Iterator[tuple[str, str]]:
     finally:
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A fresh, empty ``Store`` once per backend: a SQLite file, or a team of its own in a fresh
+    PostgreSQL schema (skipped, with the reason, when no PostgreSQL server answers)."""
+    if request.param == "sqlite":
+        from jiyi.store.sqlite.store import SQLiteStore
+
+        lite = SQLiteStore(tmp_path / "jiyi.db")
+        yield lite
+        lite.close()
+        return
+    dsn, schema = request.getfixturevalue("pg_schema")  # skips when _pg_unavailable() says why
+    from jiyi.store.postgres.store import PgDatabase, PgStore
+
+    database = PgDatabase(dsn, schema=schema, max_size=4)
+    try:
+        yield PgStore(database, database.create_team("tests"))
+    finally:
+        database.close()
 
 
 @pytest.fixture

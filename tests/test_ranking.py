@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +20,8 @@ from jiyi.records import Record, Relation, Revision, new_hex, snapshot
 from jiyi.store.base import Store
 from jiyi.tools import formats
 
+from .analysis.test_signature import TORCH_EXTENSION, needs_demangler
 from .helpers import SIGNALS
-from .test_signature import TORCH_EXTENSION, needs_demangler
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 ZLIB_ERROR = "ld: undefined symbol deflate"
@@ -170,25 +168,6 @@ def test_evidence_grows_with_sources_and_used_success() -> None:
 
 
 # -- over a store: candidates, the hit rules, the displayed line ------------------------------
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        from jiyi.store.sqlite.store import SQLiteStore
-
-        lite = SQLiteStore(tmp_path / "jiyi.db")
-        yield lite
-        lite.close()
-        return
-    dsn, schema = request.getfixturevalue("pg_schema")
-    from jiyi.store.postgres.store import PgDatabase, PgStore
-
-    db = PgDatabase(dsn, schema=schema, max_size=2)
-    try:
-        yield PgStore(db, db.create_team("ranking"))
-    finally:
-        db.close()
 
 
 def put(store: Store, record: Record, marks: list[tuple[str, str]] | None = None) -> Record:

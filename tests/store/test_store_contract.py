@@ -1,14 +1,12 @@
 """The ``Store`` interface, once per backend: every documented behaviour on SQLite and on
 PostgreSQL (one fresh schema and team per test). SQLite-only matters (WAL, locks, corrupt files)
 are in test_sqlite_store.py; PostgreSQL-only ones (teams, tokens, merging pushes) in
-test_pg_store.py.
+test_postgres_store.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,24 +20,7 @@ from jiyi.store import base as store_base
 from jiyi.store.base import Store, TermStats
 from jiyi.store.sqlite import store as sqlite_store
 
-from .helpers import ZLIB, note
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        lite = sqlite_store.SQLiteStore(tmp_path / "jiyi.db")
-        yield lite
-        lite.close()
-        return
-    dsn, schema = request.getfixturevalue("pg_schema")
-    from jiyi.store.postgres.store import PgDatabase, PgStore
-
-    db = PgDatabase(dsn, schema=schema, max_size=4)
-    try:
-        yield PgStore(db, db.create_team("contract"))
-    finally:
-        db.close()
+from ..helpers import ZLIB, note
 
 
 def made(title: str = "Link zlib with -lz", **changes: Any) -> Record:

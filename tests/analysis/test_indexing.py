@@ -8,7 +8,7 @@ from pathlib import Path
 import jiyi
 from jiyi.analysis.indexing import lexical_index
 
-from .helpers import note
+from ..helpers import note
 from .test_signature import needs_demangler
 
 # A PyTorch extension built against another torch, as the dynamic loader reports it (real, from

@@ -16,8 +16,8 @@ import pytest
 from jiyi.memory import Memory
 from jiyi.transfer import record_to_json
 
-from .helpers import YAML, ZLIB, note
-from .team_helpers import server_count, serving
+from ..helpers import YAML, ZLIB, note
+from ..team_helpers import server_count, serving
 
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")
@@ -275,7 +275,7 @@ def test_jiyi_team_serve_runs_several_workers_on_one_database(db: PgDatabase, pg
     import sys
     import time
 
-    from .team_helpers import free_socket
+    from ..team_helpers import free_socket
 
     dsn, schema = pg_schema
     probe = free_socket()
@@ -389,7 +389,7 @@ def test_jiyi_team_serve_waits_for_the_read_replica_to_catch_up_before_it_starts
     from jiyi.cli import team as team_cli
     from jiyi.store.postgres import migrations as pg_migrations
 
-    from .team_helpers import dead_url
+    from ..team_helpers import dead_url
 
     dsn, schema = pg_schema
     started: list[str] = []

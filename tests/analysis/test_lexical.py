@@ -18,7 +18,7 @@ from jiyi.analysis.lexical import QueryWeights, coverage, idf, index_text, match
 from jiyi.errors import InvalidArgument
 from jiyi.store.base import Store
 
-from .helpers import ZLIB, note
+from ..helpers import ZLIB, note
 
 # -- tokenising ------------------------------------------------------------------------------
 
@@ -260,25 +260,11 @@ def test_generic_words_alone_are_no_evidence() -> None:
 # -- no query text can break the store (SPEC §6) ---------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[jiyi.Memory]:
-    store: Store
-    if request.param == "sqlite":
-        from jiyi.store.sqlite.store import SQLiteStore
-
-        store = SQLiteStore(tmp_path / "jiyi.db")
-        with jiyi.Memory(store=store) as m:
-            yield m
-        return
-    dsn, schema = request.getfixturevalue("pg_schema")
-    from jiyi.store.postgres.store import PgDatabase, PgStore
-
-    db = PgDatabase(dsn, schema=schema, max_size=2)
-    try:
-        with jiyi.Memory(store=PgStore(db, db.create_team("lexical"))) as m:
-            yield m
-    finally:
-        db.close()
+@pytest.fixture
+def memory(store: Store) -> Iterator[jiyi.Memory]:
+    """A ``Memory`` over the ``store`` fixture: once on SQLite, once on PostgreSQL."""
+    with jiyi.Memory(store=store) as m:
+        yield m
 
 
 # Text an agent might paste: any code point (lone surrogates and controls included), plus the

@@ -16,7 +16,7 @@ import pytest
 import jiyi
 from jiyi.capture import results as tool_results
 
-from .helpers import ZLIB, note, run_hook, settled
+from ..helpers import ZLIB, note, run_hook, settled
 
 SESSION = "5f0c1d2e-loop-4a8b-replay"
 ERROR = "Exit code 1\nld: undefined symbol deflate"

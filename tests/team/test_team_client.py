@@ -17,7 +17,7 @@ import pytest
 from jiyi.errors import Unavailable
 from jiyi.team.client.http import TeamClient
 
-from .team_helpers import free_socket
+from ..team_helpers import free_socket
 
 HEX = "a" * 32
 ANSWERS = {

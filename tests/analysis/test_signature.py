@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from jiyi.analysis import demangle
 from jiyi.analysis.signature import ALGORITHM, Analysis, analyze, key_line, search_words
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "data" / "clusters.jsonl"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "data" / "clusters.jsonl"
 needs_demangler = pytest.mark.skipif(demangle._demangler() is None, reason="no C++ runtime library loads here")
 SIGNATURE = re.compile(r"^sha256:[0-9a-f]{64}$")
 

@@ -23,8 +23,8 @@ from jiyi.store.sqlite.store import SQLiteStore
 from jiyi.team.client import outbox, sync
 from jiyi.team.verify.replay import replay
 
-from .helpers import CHECK_PY, MYLIB_ERROR, YAML, ZLIB, anywhere, git_repo, hook_env, note, run_hook
-from .team_helpers import dead_url, free_socket, machine, server_count, serving
+from ..helpers import CHECK_PY, MYLIB_ERROR, YAML, ZLIB, anywhere, git_repo, hook_env, note, run_hook
+from ..team_helpers import dead_url, free_socket, machine, server_count, serving
 
 pytestmark = pytest.mark.postgres
 pytest.importorskip("psycopg", reason="the team extra is not installed (pip install -e '.[test]')")

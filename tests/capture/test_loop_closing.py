@@ -21,7 +21,7 @@ from jiyi.capture import hook
 from jiyi.records import Record
 from jiyi.store.sqlite import statements
 
-from .helpers import hook_env, run_hook, settled
+from ..helpers import hook_env, run_hook, settled
 
 SECRET = "ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf12"
 FAILED = "cc main.o -o app"

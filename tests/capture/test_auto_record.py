@@ -22,7 +22,7 @@ from jiyi.capture import events as hook_events
 from jiyi.records import Fix, Record, Reproduction
 from jiyi.team.verify.replay import replay
 
-from .helpers import CHECK_PY, MYLIB_ERROR, anywhere, git, git_repo, note, run_hook, settled
+from ..helpers import CHECK_PY, MYLIB_ERROR, anywhere, git, git_repo, note, run_hook, settled
 
 ERROR = "Exit code 1\nld: undefined symbol deflate"
 FAILED = "cc -o app main.o"

@@ -21,7 +21,7 @@ from jiyi.store import base as store_base
 from jiyi.store.sqlite import migrations
 from jiyi.store.sqlite.store import SQLiteStore
 
-from .helpers import ZLIB, note
+from ..helpers import ZLIB, note
 
 
 def test_migrations_are_recorded_once(jiyi_home: Path) -> None:

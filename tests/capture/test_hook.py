@@ -16,7 +16,7 @@ from jiyi.capture import cleaning, hook
 from jiyi.capture import events as hook_events
 from jiyi.capture import fast_path as hook_quick
 
-from .helpers import ZLIB, git_repo, run_hook
+from ..helpers import ZLIB, git_repo, run_hook
 
 SESSION = "0b6c5a1e-7d1f-4f39-9a77-claude"
 
@@ -129,7 +129,7 @@ def test_a_success_of_another_tool_keeps_the_last_failure(tmp_path: Path, jiyi_h
     edited = {"filePath": "/src/Makefile", "success": True}
     _hook(tmp_path, jiyi_home, _event("PostToolUse", project, tool_name="Edit", tool_response=edited))
     assert _state().last_error == "exit code 1\nld: undefined symbol deflate"
-    # The tool that failed succeeding ends the failure (tests/test_loop.py has the whole loop).
+    # The tool that failed succeeding ends the failure (tests/capture/test_loop.py has the whole loop).
     passing = {"stdout": "ok", "stderr": "warning: unused", "interrupted": False, "isImage": False}
     _hook(tmp_path, jiyi_home, _event("PostToolUse", project, tool_name="Bash", tool_response=passing))
     state = _state()

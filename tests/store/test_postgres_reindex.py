@@ -32,7 +32,7 @@ from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
 from jiyi.store.sqlite.store import SQLiteStore  # noqa: E402
 from jiyi.team.server.app import search_hits  # noqa: E402
 
-from .test_pg_store import line  # noqa: E402
+from .test_postgres_store import line  # noqa: E402
 from .test_reindex import RUSSIAN, RUSSIAN_QUERY, _version_1_terms  # noqa: E402
 from .test_store_contract import first, made  # noqa: E402
 

@@ -15,7 +15,7 @@ from mcp_types import TextContent
 
 import jiyi
 
-from .helpers import ZLIB
+from ..helpers import ZLIB
 
 QUERY = "ld: undefined symbol deflate"
 

@@ -23,7 +23,7 @@ from jiyi.records import Fix, Record, Reproduction, new_hex
 from jiyi.team.verify import replay as replay_module
 from jiyi.team.verify.replay import network_isolation, replay
 
-from .helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, anywhere, git_repo
+from ..helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, anywhere, git_repo
 
 # Both isolations stand on user namespaces: where ``unshare -rn`` works, the confinement of writes
 # must work too (its probe failing there is a bug these tests are to catch, not a reason to skip).

@@ -19,7 +19,7 @@ from jiyi.store.reindex import reindex, upgrade_terms
 from jiyi.store.sqlite import lexical as sqlite_lexical
 from jiyi.store.sqlite.store import SQLiteStore
 
-from .helpers import ZLIB, note
+from ..helpers import ZLIB, note
 
 
 def test_reindex_recomputes_signatures_from_an_older_algorithm(jiyi_home: Path) -> None:

@@ -15,8 +15,8 @@ from jiyi.store.sqlite.store import SQLiteStore
 from jiyi.team.client import forget as team_forget
 from jiyi.team.client import outbox, sync
 
-from .helpers import YAML, note
-from .team_helpers import dead_url, machine, serving
+from ..helpers import YAML, note
+from ..team_helpers import dead_url, machine, serving
 
 if TYPE_CHECKING:
     from jiyi.store.postgres.database import PgDatabase

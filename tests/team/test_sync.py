@@ -20,8 +20,8 @@ from jiyi.memory import Memory
 from jiyi.store.sqlite.store import SQLiteStore
 from jiyi.team.client import outbox, state, sync
 
-from .helpers import YAML, ZLIB, note
-from .team_helpers import dead_url, machine, serving
+from ..helpers import YAML, ZLIB, note
+from ..team_helpers import dead_url, machine, serving
 
 UNAVAILABLE = "记忆暂不可用\n错误码：E_UNAVAILABLE"
 

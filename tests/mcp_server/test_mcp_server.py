@@ -23,7 +23,7 @@ import jiyi
 from jiyi.config import Settings
 from jiyi.mcp_server.server import JiyiServer, build
 
-from .helpers import SIGNALS, YAML, ZLIB, note
+from ..helpers import SIGNALS, YAML, ZLIB, note
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from jiyi.cli import main
 
-from .helpers import SIGNALS, YAML, ZLIB
+from ..helpers import SIGNALS, YAML, ZLIB
 
 QUERY = "ld: undefined symbol deflate"
 ZLIB_FLAGS = [

@@ -14,7 +14,7 @@ from jiyi.analysis.redact import find_secrets, redact
 
 # `⟦kind:secret⟧` in tests/data/secrets.txt marks a secret and the kind it must be redacted as.
 _MARK = re.compile(r"⟦([a-z0-9-]+):(.*?)⟧", re.DOTALL)
-_CORPUS = (Path(__file__).parent / "data" / "secrets.txt").read_text(encoding="utf-8")
+_CORPUS = (Path(__file__).resolve().parents[1] / "data" / "secrets.txt").read_text(encoding="utf-8")
 ENTRIES = [entry.strip("\n") for entry in _CORPUS.split("\n%%\n")[1:]]
 _SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
