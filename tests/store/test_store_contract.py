@@ -18,7 +18,6 @@ from jiyi.ranking import Query, rank
 from jiyi.records import Fix, Record, Relation, Reproduction, Revision, Verification, new_hex, now, snapshot
 from jiyi.store import base as store_base
 from jiyi.store.base import Store, TermStats
-from jiyi.store.sqlite import store as sqlite_store
 
 from ..helpers import ZLIB, note
 

@@ -13,7 +13,7 @@ punctuation and symbols of any script separate words. Then:
 Accents are folded rather than indexed beside the accented form: the SQLite index (FTS5's
 ``unicode61``) folds Latin accents itself, so both forms would be one term there anyway, and
 agents and users often type ``naive`` for ``naïve``, ``e`` for ``é``. Every term is a single token
-to ``unicode61`` exactly as written here (tests/test_lexical.py checks it), so the index, its
+to ``unicode61`` exactly as written here (tests/analysis/test_lexical.py checks it), so the index, its
 vocabulary counts and the terms read back from the stored text agree.
 
 The store indexes these terms space-separated, and queries are built from the same function, so no
@@ -142,7 +142,7 @@ STOPWORDS = frozenset(
 
 
 # Words that occur in almost every error: matching only these is no evidence of the same error.
-# With "error" and "warning" in the languages whose messages tests/test_lexical.py holds (ошибка,
+# With "error" and "warning" in the languages whose messages tests/analysis/test_lexical.py holds (ошибка,
 # Fehler, erreur, σφάλμα, hata, …), written as terms() folds them: folding them here at import
 # would compile the non-ASCII pattern in every process (the test checks the spelling).
 GENERIC = frozenset(

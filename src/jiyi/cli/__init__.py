@@ -1,7 +1,7 @@
 """The ``jiyi`` command: a thin layer over the library, split by command group.
 
 ``records`` holds the tool commands (search, read, note) and record management (list, show,
-forget); ``data`` export/import, stats and doctor; ``serve`` the MCP server; ``capture`` the hook
+forget); ``data`` export/import, stats and doctor; ``mcp`` the MCP server; ``capture`` the hook
 and the run wrapper; ``team`` the team server and this machine's sync with it.
 
 ``main`` is the console entry. ``jiyi hook <agent>`` runs on every tool call of an agent, so it goes
