@@ -22,6 +22,7 @@ from jiyi.errors import InvalidArgument, NotFound, Unavailable  # noqa: E402
 from jiyi.records import Fix, Record, Reproduction  # noqa: E402
 from jiyi.store import base as store_base  # noqa: E402
 from jiyi.store.base import TermStats  # noqa: E402
+from jiyi.store.migrations import Migration, Migrations  # noqa: E402
 from jiyi.store.postgres import migrations as pg_migrations  # noqa: E402
 from jiyi.store.postgres.rows import PUT_SQL, record_row  # noqa: E402
 from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
@@ -68,7 +69,7 @@ def test_migrations_are_recorded_once(pg_schema: tuple[str, str]) -> None:
     dsn, schema = pg_schema
     with PgDatabase(dsn, schema=schema) as one:
         applied = one.applied_migrations()
-        assert [n for n, _ in applied] == [n for n, _ in pg_migrations.MIGRATIONS]
+        assert [n for n, _ in applied] == pg_migrations.MIGRATIONS.names
     with PgDatabase(dsn, schema=schema) as two:
         assert two.applied_migrations() == applied
 
@@ -95,7 +96,7 @@ def test_servers_starting_at_once_migrate_once(pg_schema: tuple[str, str]) -> No
             t.join(60)
         assert errors == [] and len(opened) == 4
         names = [n for n, _ in opened[0].applied_migrations()]
-        assert names == [n for n, _ in pg_migrations.MIGRATIONS]
+        assert names == pg_migrations.MIGRATIONS.names
     finally:
         for database in opened:
             database.close()
@@ -105,8 +106,8 @@ def test_servers_starting_at_once_migrate_once(pg_schema: tuple[str, str]) -> No
 
 def test_a_failed_migration_leaves_nothing(pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     dsn, schema = pg_schema
-    broken = ("m999_broken", "CREATE TABLE half_done (x int); SELECT 1/0;")
-    monkeypatch.setattr(pg_migrations, "MIGRATIONS", [*pg_migrations.MIGRATIONS, broken])
+    broken = Migration("m999_broken", "CREATE TABLE half_done (x int); SELECT 1/0;")
+    monkeypatch.setattr(pg_migrations, "MIGRATIONS", Migrations([*pg_migrations.MIGRATIONS, broken]))
     with pytest.raises(Unavailable):
         PgDatabase(dsn, schema=schema)
     with psycopg.connect(dsn) as conn:
@@ -134,7 +135,8 @@ def test_a_read_only_database_migrates_nothing_and_refuses_a_schema_that_lacks_a
     assert tables() == set()  # not even _migrations: a standby would have refused it
     PgDatabase(dsn, schema=schema).close()
     # An upgrade: this code knows one step more, which the primary applies and the replica has not yet.
-    monkeypatch.setattr(pg_migrations, "MIGRATIONS", [*pg_migrations.MIGRATIONS, ("m999_next", "CREATE TABLE nx ()")])
+    next_step = Migration("m999_next", "CREATE TABLE nx ()")
+    monkeypatch.setattr(pg_migrations, "MIGRATIONS", Migrations([*pg_migrations.MIGRATIONS, next_step]))
     assert "lacks 1 migration(s) of this jiyi, first m999_next: a replica not caught up" in refusal()
     assert "nx" not in tables()
     PgDatabase(dsn, schema=schema).close()

@@ -18,6 +18,7 @@ from jiyi.config import Settings
 from jiyi.errors import Unavailable
 from jiyi.records import Record, Revision, new_hex, now, snapshot
 from jiyi.store import base as store_base
+from jiyi.store.migrations import Migration, Migrations
 from jiyi.store.sqlite import migrations
 from jiyi.store.sqlite.store import SQLiteStore
 
@@ -28,7 +29,7 @@ def test_migrations_are_recorded_once(jiyi_home: Path) -> None:
     path = jiyi_home / "jiyi.db"
     store = SQLiteStore(path)
     names = [n for n, _ in store.applied_migrations()]
-    assert names == [n for n, _ in migrations.MIGRATIONS]
+    assert names == migrations.MIGRATIONS.names
     store.close()
     again = SQLiteStore(path)
     assert again.applied_migrations() == SQLiteStore(path).applied_migrations()
@@ -42,7 +43,9 @@ def test_a_failed_migration_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
         db.execute("CREATE TABLE half_done (x)")
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, ("m999_broken", broken)])
+    monkeypatch.setattr(
+        migrations, "MIGRATIONS", Migrations([*migrations.MIGRATIONS, Migration("m999_broken", broken)])
+    )
     with pytest.raises(Unavailable):
         SQLiteStore(tmp_path / "s.db")
     db = sqlite3.connect(tmp_path / "s.db")
@@ -161,7 +164,7 @@ def test_first_opens_of_a_new_store_at_the_same_time_all_succeed(tmp_path: Path)
             worker.join()
     assert failures == []
     store = SQLiteStore(tmp_path / "s0" / "jiyi.db")
-    assert [n for n, _ in store.applied_migrations()] == [n for n, _ in migrations.MIGRATIONS]
+    assert [n for n, _ in store.applied_migrations()] == migrations.MIGRATIONS.names
     store.close()
 
 

@@ -195,6 +195,7 @@ def test_stats_and_health(store: Store) -> None:
     assert store.integrity_check() == []
     names = [n for n, _ in store.applied_migrations()]
     assert names and len(names) == len(set(names))
+    assert store.pending_migrations() == []
 
 
 def test_signature_and_symbol_look_ups(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,7 +78,7 @@ def _lexical_line(state: dict[str, int]) -> str:
 @click.command("doctor")
 @json_option
 def doctor_command(as_json: bool) -> None:
-    """Check the store: its path, the migrations applied, and an integrity check."""
+    """Check the store: its path, the migrations applied and pending, and an integrity check."""
     memory = Memory()
     path = memory.settings.store_path
     config = user_config_path()
@@ -92,6 +92,8 @@ def doctor_command(as_json: bool) -> None:
     try:
         store = memory.store
         report["migrations"] = [{"name": n, "applied_at": a} for n, a in store.applied_migrations()]
+        # Normally none (opening migrates): listed for a store that could not apply them.
+        report["pending_migrations"] = store.pending_migrations()
         problems = store.integrity_check()
         report["problems"] = problems
         report["records"] = store.count()
@@ -115,6 +117,8 @@ def doctor_command(as_json: bool) -> None:
         click.echo(f"store: {report['store']}")
         for m in report.get("migrations", []):  # type: ignore[attr-defined]
             click.echo(f"migration {m['name']} applied {m['applied_at']}")
+        for name in report.get("pending_migrations", []):  # type: ignore[attr-defined]
+            click.echo(f"migration {name} pending")
         if "records" in report:
             click.echo(f"records: {report['records']}")
         if "lexical" in report:

@@ -121,6 +121,12 @@ class Store(ABC):
         """(name, applied at) of every migration, in order."""
 
     @abstractmethod
+    def pending_migrations(self) -> list[str]:
+        """The names of the migrations this code knows that the store has not recorded, in the
+        order they apply: none once a store was opened for writing (opening migrates); a replica's
+        or a read-only store's may lag."""
+
+    @abstractmethod
     def integrity_check(self) -> list[str]:
         """Problems found; empty when the store is sound."""
 

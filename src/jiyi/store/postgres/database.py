@@ -182,6 +182,14 @@ class PgDatabase:
             cur.execute("SELECT name, applied_at FROM _migrations ORDER BY applied_at, name")
             return [(str(n), str(a)) for n, a in cur.fetchall()]
 
+    def pending_migrations(self) -> list[str]:
+        """The steps this code knows that the schema has not recorded: none once opened for writing
+        (opening applies them); a read-only database opens only when it has none, but a replica
+        may fall behind an upgraded primary afterwards."""
+        with self.cursor() as cur:
+            cur.execute("SELECT name FROM _migrations")
+            return [m.name for m in migrations.MIGRATIONS.pending(str(r[0]) for r in cur.fetchall())]
+
     # -- teams and tokens --------------------------------------------------------------------
     def create_team(self, name: str) -> int:
         """A new team's id; ``InvalidArgument`` when the name is empty or taken."""

@@ -1,12 +1,13 @@
-"""PostgreSQL schema as named, recorded migrations, like ``migrations.py`` for SQLite: applied when
-a ``PgDatabase`` opens, one transaction per step, each recorded in ``_migrations``.
+"""PostgreSQL schema as named, recorded migrations, declared in the shared shape
+(``store/migrations.py``) like SQLite's: applied when a ``PgDatabase`` opens, one transaction per
+step, each recorded in ``_migrations``. What is PostgreSQL's own is here: a step is SQL text, and
+``apply`` creates the schema and holds an advisory lock (per schema) while it looks and applies,
+since several server processes may start at once against one database: each step runs exactly once.
 
-Several server processes may start at once against one database: ``apply`` holds an advisory lock
-(per schema) while it looks and applies, so each step runs exactly once.
-
-Never edit a migration that has shipped; add a new one. A read replica is never migrated (a hot
-standby refuses writes): its database only checks ``missing`` is empty, the steps having come
-from the primary through replication.
+Never edit a migration that has shipped; add a new one. A step that cannot run in a transaction
+(``CREATE INDEX CONCURRENTLY``) is declared ``transactional=False``: one statement, safe to run
+again. A read replica is never migrated (a hot standby refuses writes): its database only checks
+``missing`` is empty, the steps having come from the primary through replication.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 
 import psycopg
 
-MIGRATIONS: list[tuple[str, str]] = []
+from ..migrations import Migrations
+
+MIGRATIONS: Migrations[str] = Migrations()
 
 
-def migration(name: str, sql: str) -> None:
-    MIGRATIONS.append((name, sql))
+def migration(name: str, sql: str, *, transactional: bool = True) -> None:
+    MIGRATIONS.add(name, sql, transactional=transactional)
 
 
 # Everything is keyed by team first: every query names the team (docs/team-protocol.md).
@@ -340,22 +343,25 @@ migration(
 )
 
 
-def unknown(conn: psycopg.Connection[Any]) -> list[str]:
-    """The migrations ``conn``'s schema recorded that this code does not know (a newer jiyi applied
-    them), in the order applied. Reads only."""
+def recorded(conn: psycopg.Connection[Any]) -> list[str]:
+    """The names ``conn``'s schema (its search_path) recorded, in the order applied; none without
+    a ``_migrations``. Reads only."""
     row = conn.execute("SELECT to_regclass('_migrations') IS NOT NULL").fetchone()
     if not (row and row[0]):
         return []
-    known = {name for name, _ in MIGRATIONS}
-    return [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, name") if r[0] not in known]
+    return [str(r[0]) for r in conn.execute("SELECT name FROM _migrations ORDER BY applied_at, name")]
+
+
+def unknown(conn: psycopg.Connection[Any]) -> list[str]:
+    """The migrations ``conn``'s schema recorded that this code does not know (a newer jiyi applied
+    them), in the order applied. Reads only."""
+    return MIGRATIONS.unknown(recorded(conn))
 
 
 def missing(conn: psycopg.Connection[Any]) -> list[str]:
     """The names of the migrations this code knows that ``conn``'s schema (its search_path) has not
     recorded, in order: every one when it has no ``_migrations``. Reads only."""
-    row = conn.execute("SELECT to_regclass('_migrations') IS NOT NULL").fetchone()
-    done = {r[0] for r in conn.execute("SELECT name FROM _migrations")} if row and row[0] else set()
-    return [name for name, _ in MIGRATIONS if name not in done]
+    return [m.name for m in MIGRATIONS.pending(recorded(conn))]
 
 
 def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) -> list[str]:
@@ -366,15 +372,15 @@ def apply(conn: psycopg.Connection[Any], schema: str, now: Callable[[], str]) ->
     try:
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name text PRIMARY KEY, applied_at text NOT NULL)")
-        done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
         applied: list[str] = []
-        for name, sql in MIGRATIONS:
-            if name in done:
-                continue
+        for step in MIGRATIONS.pending(row[0] for row in conn.execute("SELECT name FROM _migrations")):
+            if not step.transactional:
+                conn.execute(step.step.encode())  # autocommit: outside any transaction
             with conn.transaction():
-                conn.execute(sql.encode())
-                conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (%s, %s)", (name, now()))
-            applied.append(name)
+                if step.transactional:
+                    conn.execute(step.step.encode())
+                conn.execute("INSERT INTO _migrations (name, applied_at) VALUES (%s, %s)", (step.name, now()))
+            applied.append(step.name)
         return applied
     finally:
         if not conn.closed:

@@ -48,6 +48,9 @@ class PgStore(PgLexical, PgSessions, Store):
     def applied_migrations(self) -> list[tuple[str, str]]:
         return self.db.applied_migrations()
 
+    def pending_migrations(self) -> list[str]:
+        return self.db.pending_migrations()
+
     def integrity_check(self) -> list[str]:
         problems: list[str] = []
         counted = self.term_stats([]).total

@@ -100,6 +100,9 @@ class SQLiteConnection:
     def applied_migrations(self) -> list[tuple[str, str]]:
         return self._guard(lambda db: [tuple(r) for r in db.execute("SELECT name, applied_at FROM _migrations")])
 
+    def pending_migrations(self) -> list[str]:
+        return self._guard(lambda db: [m.name for m in migrations.MIGRATIONS.pending(migrations.recorded(db))])
+
     def integrity_check(self) -> list[str]:
         def run(db: sqlite3.Connection) -> list[str]:
             rows = [r[0] for r in db.execute("PRAGMA integrity_check")]

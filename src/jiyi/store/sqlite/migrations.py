@@ -1,20 +1,26 @@
 """SQLite schema as named, recorded migrations (after sqlite-utils' ``migrations`` and llm's
-``logs.py``): the store applies what is missing when it is opened, one transaction per step, and
-records each in ``_migrations`` so ``jiyi doctor`` can list them.
+``logs.py``), declared in the shared shape (``store/migrations.py``): the store applies what is
+missing when it is opened, one transaction per step, and records each in ``_migrations`` so
+``jiyi doctor`` can list them. What is SQLite's own is here: a step is a function of the sqlite3
+connection (autocommit: ``isolation_level=None``), the ``_migrations`` table, and how a step runs.
 
-Never edit a migration that has shipped; add a new one.
+Never edit a migration that has shipped; add a new one: ``@migration`` for a step that runs in a
+transaction, ``MIGRATIONS.add(name, fn, transactional=False)`` for one that cannot (``VACUUM``,
+``PRAGMA journal_mode``), which must then be safe to run again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from ..migrations import Migrations
 
 TYPE_CHECKING = False  # the hook counts MIGRATIONS without importing sqlite3 (and datetime with it)
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
 
-Migration = Callable[["sqlite3.Connection"], None]
-MIGRATIONS: list[tuple[str, Migration]] = []
+    Step = Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: Migrations[Step] = Migrations()
 
 
 def _run(db: sqlite3.Connection, script: str) -> None:
@@ -24,8 +30,9 @@ def _run(db: sqlite3.Connection, script: str) -> None:
             db.execute(statement)
 
 
-def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append((fn.__name__, fn))
+def migration(fn: Step) -> Step:
+    """Declare ``fn`` as the next step, named after it, run in a transaction."""
+    MIGRATIONS.add(fn.__name__, fn)
     return fn
 
 
@@ -336,25 +343,34 @@ def m011_forget_refused(db: sqlite3.Connection) -> None:
     _run(db, "CREATE TABLE forget_refused (hex TEXT PRIMARY KEY, purge INTEGER NOT NULL, at TEXT NOT NULL)")
 
 
+def recorded(db: sqlite3.Connection) -> list[str]:
+    """The names ``db``'s ``_migrations`` holds, in the order applied; none without the table."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone():
+        return []
+    return [row[0] for row in db.execute("SELECT name FROM _migrations ORDER BY applied_at, name")]
+
+
 def apply(db: sqlite3.Connection, now: Callable[[], str]) -> list[str]:
     """Apply what is missing; returns the names applied now."""
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
     applied: list[str] = []
-    for name, step in MIGRATIONS:
-        if name in done:
-            continue
+    for step in MIGRATIONS.pending(row[0] for row in db.execute("SELECT name FROM _migrations")):
+        if not step.transactional:
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (step.name,)).fetchone():
+                continue
+            step.step(db)  # statement by statement, each committed as it runs
         db.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have applied it while we waited for the lock.
-            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (step.name,)).fetchone():
                 db.execute("COMMIT")
                 continue
-            step(db)
-            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (name, now()))
+            if step.transactional:
+                step.step(db)
+            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (step.name, now()))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        applied.append(name)
+        applied.append(step.name)
     return applied
