@@ -34,6 +34,7 @@ from jiyi.analysis.lexical import VERSION
 from jiyi.records import Revision, now
 from jiyi.store.postgres import upgrade
 from jiyi.store.postgres.store import PgDatabase, PgStore
+from jiyi.store.postgres.team import TeamStore
 
 
 def _make_old(store: PgStore, rewrite: bool) -> None:
@@ -116,7 +117,7 @@ def main() -> None:
     seeded, _ = cluster_records(Path(__file__).parent / "data" / "clusters.jsonl")
     with PgDatabase(args.dsn, schema=args.schema, max_size=4, timeout=60) as db:
         teams = {t.name: t.id for t in db.list_teams()}
-        store = PgStore(db, teams.get("bench") or db.create_team("bench"))
+        store = TeamStore(db, teams.get("bench") or db.create_team("bench"))
         build(db, store, args.records, args.workers, seeded)
         rates: list[float] = []
         for run in range(args.repeat):

@@ -53,6 +53,7 @@ from jiyi import transfer
 from jiyi.records import Record, Revision
 from jiyi.store.postgres.rows import record_row
 from jiyi.store.postgres.store import PgDatabase, PgStore
+from jiyi.store.postgres.team import TeamStore
 
 console = Console(stderr=True, width=150)
 BATCH = 2000
@@ -394,7 +395,7 @@ def main() -> None:
     with PgDatabase(args.dsn, schema=args.schema, max_size=args.clients + 2, timeout=60) as db:
         teams = {t.name: t.id for t in db.list_teams()}
         team = teams.get("bench") or db.create_team("bench")
-        store = PgStore(db, team)
+        store = TeamStore(db, team)
         built, seconds = build(db, store, args.records, args.workers, seeded)
         before = store.count()
         out = run_load(args, db, store, queries)

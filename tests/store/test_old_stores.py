@@ -20,6 +20,7 @@ import pytest
 
 import jiyi
 from jiyi.config import Settings
+from jiyi.ranking import Query, rank
 from jiyi.store.sqlite import migrations
 from jiyi.store.sqlite.store import SQLiteStore
 
@@ -123,6 +124,5 @@ def test_an_old_team_database_opens_and_finds_its_record(pg_schema: tuple[str, s
         assert store.integrity_check() == []
         record = store.get(zlib)
         assert record is not None and record.title == "Link zlib with -lz"
-        assert [h.record.hex for h in store.search_hits("ld: undefined symbol deflate", 5, project_key="demo")] == [
-            zlib
-        ]
+        hits = rank(store, Query(text="ld: undefined symbol deflate", project_key="demo"), limit=5)
+        assert [h.record.hex for h in hits] == [zlib]

@@ -29,6 +29,7 @@ from jiyi.store import reindex  # noqa: E402
 from jiyi.store.postgres import upgrade  # noqa: E402
 from jiyi.store.postgres.search import tsvector_text  # noqa: E402
 from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
+from jiyi.store.postgres.team import TeamStore  # noqa: E402
 from jiyi.store.sqlite.store import SQLiteStore  # noqa: E402
 from jiyi.team.server.app import search_hits  # noqa: E402
 
@@ -49,7 +50,7 @@ def db(pg_schema: tuple[str, str]) -> Iterator[PgDatabase]:
 
 def _team(db: PgDatabase, name: str, count: int) -> tuple[PgStore, Record, Record]:
     """A team of ``count`` English records, one Russian and one accented, written by this code."""
-    store = PgStore(db, db.create_team(name))
+    store = TeamStore(db, db.create_team(name))
     for i in range(count):
         record = made(f"zlib {i}")
         store.write_record(record, first(record), derive(record))

@@ -25,7 +25,8 @@ from jiyi.store.base import TermStats  # noqa: E402
 from jiyi.store.migrations import Migration, Migrations  # noqa: E402
 from jiyi.store.postgres import migrations as pg_migrations  # noqa: E402
 from jiyi.store.postgres.rows import PUT_SQL, record_row  # noqa: E402
-from jiyi.store.postgres.store import PgDatabase, PgStore  # noqa: E402
+from jiyi.store.postgres.store import PgDatabase  # noqa: E402
+from jiyi.store.postgres.team import TeamStore  # noqa: E402
 from jiyi.store.sqlite.store import SQLiteStore  # noqa: E402
 from jiyi.team.server.app import search_hits  # noqa: E402
 from jiyi.transfer import record_to_json  # noqa: E402
@@ -157,7 +158,7 @@ def test_every_transaction_of_a_read_only_database_is_read_only(
         for write in (
             lambda: replica.create_team("beta"),
             lambda: replica.create_token("alpha", "alice"),
-            lambda: PgStore(replica, team).merge_pushed(pushed, "alice"),
+            lambda: TeamStore(replica, team).merge_pushed(pushed, "alice"),
         ):
             with pytest.raises(Unavailable) as refused:
                 write()
@@ -177,7 +178,7 @@ def test_an_unreachable_server_is_unavailable() -> None:
 
 
 def test_a_closed_pool_is_unavailable(db: PgDatabase) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     db.close()
     with pytest.raises(Unavailable):
         store.count()
@@ -208,7 +209,7 @@ def test_tokens_are_kept_hashed_and_can_be_revoked(db: PgDatabase) -> None:
 
 
 def test_teams_never_see_each_others_records(db: PgDatabase) -> None:
-    a, b = PgStore(db, db.create_team("a")), PgStore(db, db.create_team("b"))
+    a, b = TeamStore(db, db.create_team("a")), TeamStore(db, db.create_team("b"))
     record = made(topic_key="t/x")
     a.write_record(record, first(record), derive(record))
     assert b.get(record.hex) is None and b.get(record.hex, include_forgotten=True) is None
@@ -233,7 +234,7 @@ def test_teams_never_see_each_others_records(db: PgDatabase) -> None:
 
 # -- merging pushes ----------------------------------------------------------------------------
 def test_a_retried_push_changes_nothing(db: PgDatabase, client: SQLiteStore) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     record = made(reproduction=Reproduction("make", "git@example.com:r.git", "abc", ""))
     data = line(client, record)
     assert store.merge_pushed(data, "alice") is True
@@ -246,7 +247,7 @@ def test_a_retried_push_changes_nothing(db: PgDatabase, client: SQLiteStore) -> 
 
 
 def test_pushes_from_two_members_merge_without_loss(db: PgDatabase, client: SQLiteStore) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     target = made("target", what="another failure")
     store.merge_pushed(line(client, target), "alice")
     record = made(sources=1, used_success=0)
@@ -275,7 +276,7 @@ def test_pushes_from_two_members_merge_without_loss(db: PgDatabase, client: SQLi
 
 
 def test_malformed_pushes_are_invalid(db: PgDatabase, client: SQLiteStore) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     data = line(client, made())
     for bad in ({"title": "x"}, {**data, "hex": "../../etc"}, {**data, "sources": "many"}, {**data, "revisions": [1]}):
         with pytest.raises(InvalidArgument):
@@ -284,7 +285,7 @@ def test_malformed_pushes_are_invalid(db: PgDatabase, client: SQLiteStore) -> No
 
 
 def test_concurrent_pushes_are_all_kept(db: PgDatabase, client: SQLiteStore) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     # Six members push their own records and, each, new counters for one shared record.
     shared = line(client, made("shared"))
     store.merge_pushed(shared, "alice")
@@ -324,7 +325,7 @@ def test_concurrent_pushes_are_all_kept(db: PgDatabase, client: SQLiteStore) -> 
 def test_a_write_does_not_wait_for_another_writes_term_counts(db: PgDatabase) -> None:
     # The counts were one shared row per term under a lock held to the commit: every push of a
     # team waited for the others' (bench/team_scale.py). Another write stays open here while ours runs.
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     open_one, ours = made("deflate open"), made("deflate ours")
     with psycopg.connect(db.dsn, options=f"-c search_path={db.schema}") as other:
         other.execute(PUT_SQL, record_row(store.team, open_one, derive(open_one)))
@@ -339,7 +340,7 @@ def test_a_write_does_not_wait_for_another_writes_term_counts(db: PgDatabase) ->
 
 
 def test_term_counts_stay_exact_while_a_fold_waits(db: PgDatabase) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     records = [made(f"deflate {i}") for i in range(3)]
     store.write_record(records[0], first(records[0]), derive(records[0]))
     assert rows(db, "SELECT count(*) FROM term_changes") == [(0,)]  # folded by the write itself
@@ -366,7 +367,7 @@ def test_the_folder_vacuums_the_term_queue(db: PgDatabase, monkeypatch: pytest.M
         found = rows(db, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'term_changes'::regclass")
         return int(found[0][0])
 
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     monkeypatch.setattr(pg_search, "_FOLDED", {})
     monkeypatch.setattr(pg_search, "_VACUUM_AFTER", 10**9)
     record = made("deflate first")
@@ -381,7 +382,7 @@ def test_the_folder_vacuums_the_term_queue(db: PgDatabase, monkeypatch: pytest.M
 
 # -- pulls and verification --------------------------------------------------------------------
 def test_changes_since_pages_in_commit_order(db: PgDatabase, client: SQLiteStore) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     records = [made(f"note {i}") for i in range(5)]
     for record in records:
         store.merge_pushed(line(client, record), "alice")
@@ -402,7 +403,7 @@ def test_changes_since_pages_in_commit_order(db: PgDatabase, client: SQLiteStore
 
 
 def test_verification_runs_are_kept_and_summarised(db: PgDatabase, client: SQLiteStore) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     reproduction = Reproduction("make", "https://example.com/r.git", "abc", "")
     fixed = made(fix=Fix("command", command="make LDLIBS=-lz"), reproduction=reproduction)
     store.merge_pushed(line(client, fixed), "alice")
@@ -431,7 +432,7 @@ def test_verification_runs_are_kept_and_summarised(db: PgDatabase, client: SQLit
 
 @pytest.mark.parametrize("query", ["'&|!():*\\", "a' | 'b", "!!! ((( ::: ***", "链接时 'x':* & !y", ""])
 def test_hostile_searches_are_plain_text(db: PgDatabase, client: SQLiteStore, query: str) -> None:
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     store.merge_pushed(line(client, made()), "alice")
     assert search_hits(store, query, 5) == []
     assert len(search_hits(store, query + " undefined symbol deflate", 5)) == 1
@@ -439,7 +440,7 @@ def test_hostile_searches_are_plain_text(db: PgDatabase, client: SQLiteStore, qu
 
 def test_a_common_term_is_ranked_among_a_bounded_sample(db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
 
-    store = PgStore(db, db.create_team("t"))
+    store = TeamStore(db, db.create_team("t"))
     records = [made(f"deflate {i}") for i in range(3)]
     store.write_many((r, first(r), derive(r)) for r in records)
     assert len(store.by_terms(["deflate"], 5)) == 3

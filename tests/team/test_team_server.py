@@ -25,7 +25,7 @@ pytest.importorskip("psycopg", reason="the team extra is not installed (pip inst
 import psycopg  # noqa: E402
 
 from jiyi.store.postgres.database import PgDatabase  # noqa: E402
-from jiyi.store.postgres.store import PgStore  # noqa: E402
+from jiyi.store.postgres.team import TeamStore  # noqa: E402
 from jiyi.team.server.app import READ_ROUTES, create_app  # noqa: E402
 
 REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
@@ -326,8 +326,8 @@ def test_with_a_read_replica_reads_come_from_it_and_writes_and_tokens_stay_on_th
     # all: every answer shows which database it came from.
     with PgDatabase(dsn, schema=replica_schema) as copy:
         assert [copy.create_team("alpha"), copy.create_team("beta")] == [db.team_id("alpha"), db.team_id("beta")]
-        PgStore(copy, db.team_id("alpha")).merge_pushed(only_there, "carol")
-        PgStore(copy, db.team_id("alpha")).forget_in_team("f" * 32, purge=True)
+        TeamStore(copy, db.team_id("alpha")).merge_pushed(only_there, "carol")
+        TeamStore(copy, db.team_id("alpha")).forget_in_team("f" * 32, purge=True)
     token = db.create_token("alpha", "alice")
     with (
         PgDatabase(dsn, schema=replica_schema, read_only=True) as replica,

@@ -87,7 +87,7 @@ def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str,
     the database, for the operator: e.g. a leaked secret another member pushed. Other machines drop
     their copies on their next sync; rotate a leaked secret anyway.
     """
-    from ..store.postgres.store import PgStore
+    from ..store.postgres.team import TeamStore
 
     wanted = [ref.removeprefix("rr_").removeprefix("lr_").lower() for ref in ids]
     bad = [ref for ref, hexid in zip(ids, wanted, strict=True) if not is_hex(hexid)]
@@ -95,7 +95,7 @@ def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str,
         raise click.UsageError(f"not a record id: {', '.join(bad)}")
     with database(dsn, schema) as db:
         try:
-            store = PgStore(db, db.team_id(team))
+            store = TeamStore(db, db.team_id(team))
             answers = {hexid: store.forget_in_team(hexid, purge=purge) for hexid in dict.fromkeys(wanted)}
         except JiyiError as exc:
             fail(exc)

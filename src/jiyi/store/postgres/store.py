@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from ...records import Record, Revision, Verification, now
+from ...records import Record, Revision, now
 from ..base import PURGED_TABLES, Store
 from .database import Cursor, Member, PgDatabase, Team
 from .lexical import PgLexical
@@ -351,50 +351,3 @@ class PgStore(PgLexical, PgSessions, Store):
                 (self.team, hexid),
             )
             return [(str(t), str(r), str(c)) for t, r, c in cur.fetchall()]
-
-    # -- the team server's operations (store.postgres.team) ----------------------------------------------
-    def merge_pushed(self, data: dict[str, Any], member: str) -> bool:
-        """Merge one pushed record (an export line, ``transfer.record_to_json``, with its
-        ``reproduction``) from ``member``. A new record is inserted; a known one gains the revisions
-        it lacks (by number), takes the fields of the highest revision, gains the marks it lacks (by
-        target and relation), and ``member``'s evidence (absolute ``sources`` / ``used_success``)
-        replaces that member's earlier values, the record's counters being the sums over members.
-        The server's verification and ``team_verified`` origin are kept. False when nothing changed
-        (a retried push): then ``seq`` stays. ``InvalidArgument`` for a malformed line."""
-        from .team import merge_pushed
-
-        return merge_pushed(self, data, member)
-
-    def changes_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
-        """(export lines with ``seq``, the new cursor, whether more remain) of the team's live
-        records changed after ``cursor`` (0 for everything), oldest change first, at most ``limit``."""
-        from .team import changes_since
-
-        return changes_since(self, cursor, limit)
-
-    def forget_in_team(self, hexid: str, *, purge: bool, member: str | None = None) -> str:
-        """Forget (or purge) ``hexid`` for the whole team, leaving a tombstone pulls see, if
-        ``member`` may (None: the operator, who may): ``store.postgres.team.FORGOTTEN``, ``UNKNOWN`` or ``REFUSED``."""
-        from .team import forget
-
-        return forget(self, hexid, purge=purge, member=member)
-
-    def forgotten_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
-        """(tombstones after ``cursor``, the new cursor, whether more remain), oldest first."""
-        from .team import forgotten_since
-
-        return forgotten_since(self, cursor, limit)
-
-    def verification_candidates(self, limit: int) -> list[dict[str, Any]]:
-        """Export lines of live records with a fix and a reproduction that no replay has run on yet."""
-        from .team import verification_candidates
-
-        return verification_candidates(self, limit)
-
-    def add_verification(self, hexid: str, *, passed: bool, how: str, environment: str, detail: str) -> Verification:
-        """Keep one replay run of record ``hexid`` and return its updated summary (last date, how,
-        environment, passed / tries); a passing run makes the origin ``team_verified``; the
-        record's ``seq`` moves. ``NotFound`` when the team has no such live record."""
-        from .team import add_verification
-
-        return add_verification(self, hexid, passed=passed, how=how, environment=environment, detail=detail)

@@ -10,16 +10,14 @@ line twice therefore changes nothing, and a no-op leaves ``seq`` alone so pulls 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from ...errors import InvalidArgument, NotFound
 from ...records import Record, Revision, Verification, is_hex, now
 from ...transfer import record_from_json, record_to_json
-
-if TYPE_CHECKING:
-    from .store import PgStore
+from .store import PgStore
 
 # The origins a machine gives its own records, in the order confirmation raises them (docs/spec.md §5: a
 # note becomes local_auto when its failure goes away). team / team_verified are the server's word.
@@ -45,203 +43,213 @@ def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str
     return record, revisions, marks
 
 
-def merge_pushed(store: PgStore, data: dict[str, Any], member: str) -> bool:
-    from ...analysis.indexing import derive
+class TeamStore(PgStore):
+    """A team's store as the team server uses it: ``PgStore`` and the operations beyond the
+    ``Store`` interface (merging a push, changes by cursor, forget for the team, verifications)::
 
-    record, revisions, marks = _parse(data)
-    derived = derive(record)  # before the transaction: no lock waits on the analysis
-    team = store.team
-    with store.writing() as cur:
-        # The row lock orders concurrent pushes of one record; two first pushes meet on the primary key
-        # (the second waits for the first, then updates).
-        cur.execute(
-            "SELECT revision, origin, verification FROM records WHERE team_id = %s AND hex = %s FOR UPDATE",
-            (team, record.hex),
-        )
-        row = cur.fetchone()
-        # After the row lock: a purge that committed meanwhile is seen. A purged record's old copy
-        # (another machine's, pushed before it pulled the purge) must not bring its text back.
-        cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
-        gone = cur.fetchone()
-        if gone is not None and gone[0]:
-            return False
-        changed = store.put_revisions(cur, revisions) > 0
-        changed = store.put_marks(cur, record.hex, marks) > 0 or changed
-        cur.execute(
-            "INSERT INTO evidence AS e (team_id, hex, member, sources, used_success) VALUES (%s, %s, %s, %s, %s) "
-            "ON CONFLICT (team_id, hex, member) DO UPDATE SET sources = excluded.sources, "
-            "used_success = excluded.used_success "
-            "WHERE (e.sources, e.used_success) IS DISTINCT FROM (excluded.sources, excluded.used_success)",
-            (team, record.hex, member, record.sources, record.used_success),
-        )
-        changed = cur.rowcount > 0 or changed
-        # The record's row last, after the evidence: the fewer statements that follow it, the
-        # shorter a concurrent first push of the same record waits on its primary key.
-        if row is None or record.revision > int(row[0]):
-            # The server's own state survives a newer revision: its replays and what they concluded.
-            record.forgotten = False
-            record.verification = Verification.from_dict(row[2]) if row and row[2] else None
-            if row and row[1] == "team_verified":
-                record.origin = "team_verified"
-            elif record.origin not in _CONFIRMATION:  # a member cannot claim a replay verdict
-                record.origin = str(row[1]) if row else "note"
-            store.put(cur, record, derived, author=member)  # the author only when the row is new
-            if gone is not None:  # a new revision of a forgotten record is live again
-                cur.execute("DELETE FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
-            changed = True
-        elif _CONFIRMATION.get(record.origin, -1) > _CONFIRMATION.get(str(row[1]), 99):
-            # Confirmed since, with no new revision (note -> local_auto): only upwards, so a retried
-            # older push that crosses the change does not take it back.
+        TeamStore(db, member.team_id).merge_pushed(line, member.name)
+    """
+
+    def merge_pushed(self, data: dict[str, Any], member: str) -> bool:
+        """Merge one pushed record (an export line, ``transfer.record_to_json``, with its
+        ``reproduction``) from ``member``. A new record is inserted; a known one gains the revisions
+        it lacks (by number), takes the fields of the highest revision, gains the marks it lacks (by
+        target and relation), and ``member``'s evidence (absolute ``sources`` / ``used_success``)
+        replaces that member's earlier values, the record's counters being the sums over members.
+        The server's verification and ``team_verified`` origin are kept. False when nothing changed
+        (a retried push): then ``seq`` stays. ``InvalidArgument`` for a malformed line."""
+        from ...analysis.indexing import derive
+
+        record, revisions, marks = _parse(data)
+        derived = derive(record)  # before the transaction: no lock waits on the analysis
+        team = self.team
+        with self.writing() as cur:
+            # The row lock orders concurrent pushes of one record; two first pushes meet on the primary key
+            # (the second waits for the first, then updates).
             cur.execute(
-                "UPDATE records SET origin = %s WHERE team_id = %s AND hex = %s", (record.origin, team, record.hex)
+                "SELECT revision, origin, verification FROM records WHERE team_id = %s AND hex = %s FOR UPDATE",
+                (team, record.hex),
             )
-            changed = True
-        if changed:
-            # After the row is written: a concurrent first push of the record has committed by then,
-            # and its member's evidence counts.
-            # Only when the sums differ: each new row version re-enters every index, the record's
-            # full-text entries included (usually the sums are what the put just wrote).
+            row = cur.fetchone()
+            # After the row lock: a purge that committed meanwhile is seen. A purged record's old copy
+            # (another machine's, pushed before it pulled the purge) must not bring its text back.
+            cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
+            gone = cur.fetchone()
+            if gone is not None and gone[0]:
+                return False
+            changed = self.put_revisions(cur, revisions) > 0
+            changed = self.put_marks(cur, record.hex, marks) > 0 or changed
             cur.execute(
-                "UPDATE records r SET sources = e.sources, used_success = e.used FROM (SELECT sum(sources) AS sources, "
-                "sum(used_success) AS used FROM evidence WHERE team_id = %s AND hex = %s) e WHERE r.team_id = %s "
-                "AND r.hex = %s AND (r.sources, r.used_success) IS DISTINCT FROM (e.sources, e.used)",
-                (team, record.hex, team, record.hex),
+                "INSERT INTO evidence AS e (team_id, hex, member, sources, used_success) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (team_id, hex, member) DO UPDATE SET sources = excluded.sources, "
+                "used_success = excluded.used_success "
+                "WHERE (e.sources, e.used_success) IS DISTINCT FROM (excluded.sources, excluded.used_success)",
+                (team, record.hex, member, record.sources, record.used_success),
             )
-            store.bump(cur, [record.hex])
-        return changed
+            changed = cur.rowcount > 0 or changed
+            # The record's row last, after the evidence: the fewer statements that follow it, the
+            # shorter a concurrent first push of the same record waits on its primary key.
+            if row is None or record.revision > int(row[0]):
+                # The server's own state survives a newer revision: its replays and what they concluded.
+                record.forgotten = False
+                record.verification = Verification.from_dict(row[2]) if row and row[2] else None
+                if row and row[1] == "team_verified":
+                    record.origin = "team_verified"
+                elif record.origin not in _CONFIRMATION:  # a member cannot claim a replay verdict
+                    record.origin = str(row[1]) if row else "note"
+                self.put(cur, record, derived, author=member)  # the author only when the row is new
+                if gone is not None:  # a new revision of a forgotten record is live again
+                    cur.execute("DELETE FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
+                changed = True
+            elif _CONFIRMATION.get(record.origin, -1) > _CONFIRMATION.get(str(row[1]), 99):
+                # Confirmed since, with no new revision (note -> local_auto): only upwards, so a retried
+                # older push that crosses the change does not take it back.
+                cur.execute(
+                    "UPDATE records SET origin = %s WHERE team_id = %s AND hex = %s", (record.origin, team, record.hex)
+                )
+                changed = True
+            if changed:
+                # After the row is written: a concurrent first push of the record has committed by then,
+                # and its member's evidence counts.
+                # Only when the sums differ: each new row version re-enters every index, the record's
+                # full-text entries included (usually the sums are what the put just wrote).
+                cur.execute(
+                    "UPDATE records r SET sources = e.sources, used_success = e.used FROM "
+                    "(SELECT sum(sources) AS sources, sum(used_success) AS used FROM evidence "
+                    "WHERE team_id = %s AND hex = %s) e WHERE r.team_id = %s "
+                    "AND r.hex = %s AND (r.sources, r.used_success) IS DISTINCT FROM (e.sources, e.used)",
+                    (team, record.hex, team, record.hex),
+                )
+                self.bump(cur, [record.hex])
+            return changed
 
+    def _lines(self, rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        """Export lines of (hex, seq) rows, in their order."""
+        found = {r.hex: r for r in self.get_many(row[0] for row in rows)}
+        lines: list[dict[str, Any]] = []
+        for hexid, seq in rows:
+            record = found.get(hexid)
+            if record is not None:  # purged since the rows were read
+                lines.append({**record_to_json(self, record), "seq": int(seq)})
+        return lines
 
-def _lines(store: PgStore, rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    """Export lines of (hex, seq) rows, in their order."""
-    found = {r.hex: r for r in store.get_many(row[0] for row in rows)}
-    lines: list[dict[str, Any]] = []
-    for hexid, seq in rows:
-        record = found.get(hexid)
-        if record is not None:  # purged since the rows were read
-            lines.append({**record_to_json(store, record), "seq": int(seq)})
-    return lines
+    def _page(self, sql: str, cursor: int, limit: int) -> tuple[list[tuple[Any, ...]], bool]:
+        """Up to ``limit`` rows of ``sql`` (team, cursor, limit parameters; ``seq`` order) and whether
+        more remain: one row more is read to know."""
+        if limit < 1:
+            raise InvalidArgument("limit", "at least 1")
+        with self.db.cursor() as cur:
+            cur.execute(sql, (self.team, cursor, limit + 1))
+            rows = cur.fetchall()
+        return rows[:limit], len(rows) > limit
 
-
-def _page(store: PgStore, sql: str, cursor: int, limit: int) -> tuple[list[tuple[Any, ...]], bool]:
-    """Up to ``limit`` rows of ``sql`` (team, cursor, limit parameters; ``seq`` order) and whether
-    more remain: one row more is read to know."""
-    if limit < 1:
-        raise InvalidArgument("limit", "at least 1")
-    with store.db.cursor() as cur:
-        cur.execute(sql, (store.team, cursor, limit + 1))
-        rows = cur.fetchall()
-    return rows[:limit], len(rows) > limit
-
-
-def changes_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
-    rows, more = _page(
-        store,
-        "SELECT hex, seq FROM records WHERE team_id = %s AND seq > %s AND NOT forgotten ORDER BY seq LIMIT %s",
-        cursor,
-        limit,
-    )
-    return _lines(store, rows), (int(rows[-1][1]) if rows else cursor), more
-
-
-def forget(store: PgStore, hexid: str, *, purge: bool, member: str | None = None) -> str:
-    """Take record ``hexid`` out of the team: forgotten (out of search and pulls, its row kept) or,
-    with ``purge``, erased with its revisions, evidence and replay runs. A tombstone tells pulls;
-    it is written first, in a transaction of its own, so a push racing the erase finds it (see
-    ``merge_pushed``).
-
-    The answer: ``FORGOTTEN``; ``UNKNOWN`` when the team never had the record (a purge leaves its
-    tombstone even then, against a push of it still on the way); ``REFUSED`` when ``member`` is not
-    the record's author (the member whose push first stored it), and nothing changes. A record
-    without an author (stored before migration m009_record_authors) is any member's to take out;
-    ``member`` None is the operator (``jiyi team admin forget``), who may take out any record."""
-    team = store.team
-    with store.db.cursor() as cur:
-        cur.execute("SELECT author, forgotten FROM records WHERE team_id = %s AND hex = %s", (team, hexid))
-        row = cur.fetchone()
-        known = row is not None
-        # An author is set once, by the insert of the first push: it cannot change after this look.
-        if row is not None and row[0] is not None and member is not None and row[0] != member:
-            return REFUSED
-        cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, hexid))
-        before = cur.fetchone()
-        # Done before (a client's retry): nothing is written, so the tombstone keeps its seq and
-        # pulls do not read it again. A purge cut short before its erase goes on.
-        if before is not None:
-            done = (bool(before[0]) and row is None) if purge else (row is None or bool(row[1]))
-            if done:
-                return FORGOTTEN
-        if not known and not purge:
-            return FORGOTTEN if before is not None else UNKNOWN
-        # Under the team's lock like ``bump``: tombstone seq order is commit order too.
-        cur.execute("SELECT pg_advisory_xact_lock(%s, %s::int)", (store.db.lock_class, team))
-        cur.execute(
-            "INSERT INTO tombstones AS t (team_id, hex, purged, at, seq) "
-            "VALUES (%s, %s, %s, %s, nextval('record_seq')) "
-            "ON CONFLICT (team_id, hex) DO UPDATE SET purged = t.purged OR excluded.purged, at = excluded.at, "
-            "seq = excluded.seq",
-            (team, hexid, purge, now()),
+    def changes_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """(export lines with ``seq``, the new cursor, whether more remain) of the team's live
+        records changed after ``cursor`` (0 for everything), oldest change first, at most ``limit``."""
+        rows, more = self._page(
+            "SELECT hex, seq FROM records WHERE team_id = %s AND seq > %s AND NOT forgotten ORDER BY seq LIMIT %s",
+            cursor,
+            limit,
         )
-    if purge:
-        store.purge(hexid)
-    else:
-        store.forget(hexid)
-    return FORGOTTEN if known or before is not None else UNKNOWN
+        return self._lines(rows), (int(rows[-1][1]) if rows else cursor), more
 
+    def forget_in_team(self, hexid: str, *, purge: bool, member: str | None = None) -> str:
+        """Take record ``hexid`` out of the team: forgotten (out of search and pulls, its row kept) or,
+        with ``purge``, erased with its revisions, evidence and replay runs. A tombstone tells pulls;
+        it is written first, in a transaction of its own, so a push racing the erase finds it (see
+        ``merge_pushed``).
 
-def forgotten_since(store: PgStore, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
-    """(tombstones ``{hex, purged, at, seq}`` after ``cursor``, the new cursor, whether more remain)."""
-    rows, more = _page(
-        store,
-        "SELECT hex, purged, at, seq FROM tombstones WHERE team_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-        cursor,
-        limit,
-    )
-    lines: list[dict[str, Any]] = [
-        {"hex": str(h), "purged": bool(p), "at": str(a), "seq": int(q)} for h, p, a, q in rows
-    ]
-    return lines, (int(rows[-1][3]) if rows else cursor), more
+        The answer: ``FORGOTTEN``; ``UNKNOWN`` when the team never had the record (a purge leaves its
+        tombstone even then, against a push of it still on the way); ``REFUSED`` when ``member`` is not
+        the record's author (the member whose push first stored it), and nothing changes. A record
+        without an author (stored before migration m009_record_authors) is any member's to take out;
+        ``member`` None is the operator (``jiyi team admin forget``), who may take out any record."""
+        team = self.team
+        with self.db.cursor() as cur:
+            cur.execute("SELECT author, forgotten FROM records WHERE team_id = %s AND hex = %s", (team, hexid))
+            row = cur.fetchone()
+            known = row is not None
+            # An author is set once, by the insert of the first push: it cannot change after this look.
+            if row is not None and row[0] is not None and member is not None and row[0] != member:
+                return REFUSED
+            cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, hexid))
+            before = cur.fetchone()
+            # Done before (a client's retry): nothing is written, so the tombstone keeps its seq and
+            # pulls do not read it again. A purge cut short before its erase goes on.
+            if before is not None:
+                done = (bool(before[0]) and row is None) if purge else (row is None or bool(row[1]))
+                if done:
+                    return FORGOTTEN
+            if not known and not purge:
+                return FORGOTTEN if before is not None else UNKNOWN
+            # Under the team's lock like ``bump``: tombstone seq order is commit order too.
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s::int)", (self.db.lock_class, team))
+            cur.execute(
+                "INSERT INTO tombstones AS t (team_id, hex, purged, at, seq) "
+                "VALUES (%s, %s, %s, %s, nextval('record_seq')) "
+                "ON CONFLICT (team_id, hex) DO UPDATE SET purged = t.purged OR excluded.purged, at = excluded.at, "
+                "seq = excluded.seq",
+                (team, hexid, purge, now()),
+            )
+        if purge:
+            self.purge(hexid)
+        else:
+            self.forget(hexid)
+        return FORGOTTEN if known or before is not None else UNKNOWN
 
-
-def verification_candidates(store: PgStore, limit: int) -> list[dict[str, Any]]:
-    with store.db.cursor() as cur:
-        cur.execute(
-            "SELECT hex, seq FROM records WHERE team_id = %s AND NOT forgotten AND fix IS NOT NULL "
-            "AND reproduction IS NOT NULL AND verification IS NULL ORDER BY seq LIMIT %s",
-            (store.team, limit),
+    def forgotten_since(self, cursor: int, limit: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """(tombstones ``{hex, purged, at, seq}`` after ``cursor``, the new cursor, whether more remain)."""
+        rows, more = self._page(
+            "SELECT hex, purged, at, seq FROM tombstones WHERE team_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            cursor,
+            limit,
         )
-        rows = cur.fetchall()
-    return _lines(store, rows)
+        lines: list[dict[str, Any]] = [
+            {"hex": str(h), "purged": bool(p), "at": str(a), "seq": int(q)} for h, p, a, q in rows
+        ]
+        return lines, (int(rows[-1][3]) if rows else cursor), more
 
+    def verification_candidates(self, limit: int) -> list[dict[str, Any]]:
+        """Export lines of live records with a fix and a reproduction that no replay has run on yet."""
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT hex, seq FROM records WHERE team_id = %s AND NOT forgotten AND fix IS NOT NULL "
+                "AND reproduction IS NOT NULL AND verification IS NULL ORDER BY seq LIMIT %s",
+                (self.team, limit),
+            )
+            rows = cur.fetchall()
+        return self._lines(rows)
 
-def add_verification(
-    store: PgStore, hexid: str, *, passed: bool, how: str, environment: str, detail: str
-) -> Verification:
-    team = store.team
-    with store.db.cursor() as cur:
-        cur.execute(
-            "SELECT verification FROM records WHERE team_id = %s AND hex = %s AND NOT forgotten FOR UPDATE",
-            (team, hexid),
-        )
-        row = cur.fetchone()
-        if row is None:
-            raise NotFound("rr_" + hexid)
-        cur.execute(
-            "INSERT INTO verifications (team_id, hex, at, passed, how, environment, detail) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            (team, hexid, now(), passed, how, environment, detail),
-        )
-        before = Verification.from_dict(row[0]) if row[0] else None
-        summary = Verification(
-            how=how,
-            date=datetime.now(timezone.utc).date().isoformat(),
-            environment=environment,
-            passed=(before.passed if before else 0) + int(passed),
-            tries=(before.tries if before else 0) + 1,
-        )
-        cur.execute(
-            "UPDATE records SET verification = %s, origin = CASE WHEN %s THEN 'team_verified' ELSE origin END "
-            "WHERE team_id = %s AND hex = %s",
-            (Jsonb(summary.to_dict()), passed, team, hexid),
-        )
-        store.bump(cur, [hexid])
-        return summary
+    def add_verification(self, hexid: str, *, passed: bool, how: str, environment: str, detail: str) -> Verification:
+        """Keep one replay run of record ``hexid`` and return its updated summary (last date, how,
+        environment, passed / tries); a passing run makes the origin ``team_verified``; the
+        record's ``seq`` moves. ``NotFound`` when the team has no such live record."""
+        team = self.team
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT verification FROM records WHERE team_id = %s AND hex = %s AND NOT forgotten FOR UPDATE",
+                (team, hexid),
+            )
+            row = cur.fetchone()
+            if row is None:
+                raise NotFound("rr_" + hexid)
+            cur.execute(
+                "INSERT INTO verifications (team_id, hex, at, passed, how, environment, detail) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (team, hexid, now(), passed, how, environment, detail),
+            )
+            before = Verification.from_dict(row[0]) if row[0] else None
+            summary = Verification(
+                how=how,
+                date=datetime.now(timezone.utc).date().isoformat(),
+                environment=environment,
+                passed=(before.passed if before else 0) + int(passed),
+                tries=(before.tries if before else 0) + 1,
+            )
+            cur.execute(
+                "UPDATE records SET verification = %s, origin = CASE WHEN %s THEN 'team_verified' ELSE origin END "
+                "WHERE team_id = %s AND hex = %s",
+                (Jsonb(summary.to_dict()), passed, team, hexid),
+            )
+            self.bump(cur, [hexid])
+            return summary

@@ -12,7 +12,7 @@ broke, with nothing to say so). A pull from a lagging replica sees a prefix of t
 skips none (docs/team-protocol.md, "Several processes, several machines, read replicas").
 
 Every request but ``/v1/health`` and ``/openapi.json`` carries ``Authorization: Bearer <token>``;
-every query runs in the token's team (``PgStore(db, team)``), so a record of another team is
+every query runs in the token's team (``TeamStore(db, team)``), so a record of another team is
 refused (403) and never shown. psycopg is blocking: each database call runs in the thread pool,
 off the event loop.
 """
@@ -36,7 +36,7 @@ from ...ranking import Hit, Query, rank
 from ...records import SCOPES, TYPES, is_hex
 from ...store.postgres.database import Member, PgDatabase
 from ...store.postgres.store import PgStore
-from ...store.postgres.team import FORGOTTEN, REFUSED, UNKNOWN
+from ...store.postgres.team import FORGOTTEN, REFUSED, UNKNOWN, TeamStore
 from ...store.postgres.upgrade import upgrade_on_start
 from ...transfer import record_from_json
 from ..protocol import MAX_BODY, PUSH_BATCH  # the client cuts its pushes under the same limits
@@ -157,7 +157,7 @@ def create_app(
         def merge() -> dict[str, list[str]]:
             for line in lines:
                 own(member, line["hex"])
-            store = PgStore(db, member.team_id)
+            store = TeamStore(db, member.team_id)
             accepted: list[str] = []
             unchanged: list[str] = []
             for line in lines:
@@ -172,7 +172,7 @@ def create_app(
         member = await member_of(request)
         cursor = _int(request, "cursor", 0, 0, 2**62)
         limit = _int(request, "limit", CHANGES_DEFAULT, 1, CHANGES_MAX)
-        lines, after, more = await blocking(lambda: PgStore(reader, member.team_id).changes_since(cursor, limit))
+        lines, after, more = await blocking(lambda: TeamStore(reader, member.team_id).changes_since(cursor, limit))
         return {"records": lines, "cursor": after, "more": more}
 
     async def forget(request: Request) -> Any:
@@ -193,7 +193,7 @@ def create_app(
         def run() -> dict[str, list[str]]:
             # Scoped to the member's team: another team's hex is simply unknown here. Another
             # member's record is refused alone, so the rest of the batch is still answered.
-            store = PgStore(db, member.team_id)
+            store = TeamStore(db, member.team_id)
             answer: dict[str, list[str]] = {FORGOTTEN: [], UNKNOWN: [], REFUSED: []}
             for hexid, purge in wanted:
                 answer[store.forget_in_team(hexid, purge=purge, member=member.name)].append(hexid)
@@ -215,7 +215,7 @@ def create_app(
         member = await member_of(request)
         cursor = _int(request, "cursor", 0, 0, 2**62)
         limit = _int(request, "limit", CHANGES_DEFAULT, 1, CHANGES_MAX)
-        lines, after, more = await blocking(lambda: PgStore(reader, member.team_id).forgotten_since(cursor, limit))
+        lines, after, more = await blocking(lambda: TeamStore(reader, member.team_id).forgotten_since(cursor, limit))
         return {"records": lines, "cursor": after, "more": more}
 
     async def search(request: Request) -> Any:
@@ -225,7 +225,7 @@ def create_app(
             raise InvalidArgument("q", "应为 1..2000 个字符")
         limit = _int(request, "limit", 5, 1, SEARCH_MAX)
         project = request.query_params.get("project", "")
-        hits = await blocking(lambda: search_hits(PgStore(reader, member.team_id), text, limit, project_key=project))
+        hits = await blocking(lambda: search_hits(TeamStore(reader, member.team_id), text, limit, project_key=project))
         return {
             "hits": [
                 {
@@ -243,7 +243,7 @@ def create_app(
     async def candidates(request: Request) -> Any:
         member = await member_of(request)
         limit = _int(request, "limit", 20, 1, 200)
-        lines = await blocking(lambda: PgStore(reader, member.team_id).verification_candidates(limit))
+        lines = await blocking(lambda: TeamStore(reader, member.team_id).verification_candidates(limit))
         return {"records": lines}
 
     async def verify(request: Request) -> Any:
@@ -263,7 +263,7 @@ def create_app(
                 raise NotFound("rr_" + hexid)
             if team != member.team_id:
                 raise Forbidden()
-            done = PgStore(db, member.team_id).add_verification(hexid, passed=body["passed"], **fields)
+            done = TeamStore(db, member.team_id).add_verification(hexid, passed=body["passed"], **fields)
             return done.to_dict()
 
         return {"verification": await blocking(add)}
