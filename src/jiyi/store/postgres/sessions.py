@@ -12,8 +12,9 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ...records import now
+from .. import closing
 from ..base import Resolved, SessionState
-from .database import PgDatabase
+from .database import Cursor, PgDatabase
 
 
 class PgSessions:
@@ -122,76 +123,24 @@ class PgSessions:
             )
 
     def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
-        sql = (
-            "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout FROM sessions "
-            "WHERE team_id = %s AND id = %s"
-        )
         with self.db.cursor() as cur:
             # Most successes follow no failure: a plain read settles them without locking the row.
-            cur.execute(sql, (self.team, session_id))
-            if _pending(cur.fetchone(), tool) is None:
-                return None
-        with self.db.cursor() as cur:
-            cur.execute(sql + " FOR UPDATE", (self.team, session_id))
-            row = _pending(cur.fetchone(), tool)
-            if row is None:
-                return None
-            failed_tool, error, since, stored, command, checkout = row
-            if stored is not None:
-                signatures = [str(s) for s in stored]
-            else:  # a failure recorded without its signatures
-                from ...analysis.signature import analyze
-
-                signatures = list(analyze(error or "").signatures)
-            since_sql = (
-                "SELECT hex FROM {} WHERE team_id = %s AND session_id = %s AND COALESCE(last_at, at) >= %s "
-                "ORDER BY at, hex"
-            )
-            cur.execute(since_sql.format("session_reads"), (self.team, session_id, since))
-            used = [r[0] for r in cur.fetchall()]
             cur.execute(
-                "UPDATE records SET used_success = used_success + 1 WHERE team_id = %s AND hex = ANY(%s)",
-                (self.team, used),
-            )
-            cur.execute(since_sql.format("session_notes"), (self.team, session_id, since))
-            notes = [r[0] for r in cur.fetchall()]
-            confirmed: list[str] = []
-            if notes and signatures:
-                cur.execute(
-                    "SELECT DISTINCT r.hex FROM records r JOIN signatures s ON s.team_id = r.team_id AND s.hex = r.hex "
-                    "WHERE r.team_id = %s AND r.hex = ANY(%s) AND s.sig = ANY(%s) AND NOT r.forgotten "
-                    "AND r.origin NOT IN ('local_auto', 'team_verified', 'human')",
-                    (self.team, notes, signatures),
-                )
-                found = {r[0] for r in cur.fetchall()}
-                confirmed = [h for h in notes if h in found]
-                cur.execute(
-                    "UPDATE records SET origin = 'local_auto' WHERE team_id = %s AND hex = ANY(%s)",
-                    (self.team, confirmed),
-                )
-            cur.execute(
-                "SELECT path FROM session_edits WHERE team_id = %s AND session_id = %s AND at >= %s ORDER BY at, path",
-                (self.team, session_id, since),
-            )
-            edited = [r[0] for r in cur.fetchall()]
-            cur.execute("DELETE FROM session_edits WHERE team_id = %s AND session_id = %s", (self.team, session_id))
-            cur.execute(
-                "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
-                "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' "
-                "WHERE team_id = %s AND id = %s",
+                "SELECT last_tool, last_failure_at FROM sessions WHERE team_id = %s AND id = %s",
                 (self.team, session_id),
             )
-            return Resolved(
-                used,
-                confirmed,
-                tool=failed_tool or tool,
-                error=error or "",
-                signatures=tuple(signatures),
-                command=command,
-                noted=tuple(notes),
-                edited=tuple(edited),
-                checkout=checkout,
-            )
+            row = cur.fetchone()
+            if row is None or not closing.pending(row[0], row[1], tool):
+                return None
+        with self.db.cursor() as cur:
+            found = closing.resolve(_Steps(cur, self.team, session_id), tool)
+        if found is None:
+            return None
+        used, confirmed, failed_tool, error, signatures, command, notes, edited, checkout = found
+        return Resolved(
+            used, confirmed, tool=failed_tool, error=error, signatures=signatures, command=command, noted=notes,
+            edited=edited, checkout=checkout,
+        )  # fmt: skip
 
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
         wanted = list(dict.fromkeys(hexids))
@@ -209,7 +158,63 @@ class PgSessions:
             return None
 
 
-def _pending(row: tuple[Any, ...] | None, tool: str) -> tuple[Any, ...] | None:
-    if row is None or row[2] is None or (row[0] or "").lower() != tool.lower():
-        return None
-    return row
+class _Steps:
+    """``closing.Steps`` on a cursor of one team, the session's row locked first."""
+
+    def __init__(self, cur: Cursor, team: int, session_id: str) -> None:
+        self.cur, self.team, self.session_id = cur, team, session_id
+
+    def failure(self) -> tuple[Any, ...] | None:
+        self.cur.execute(
+            "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout FROM sessions "
+            "WHERE team_id = %s AND id = %s FOR UPDATE",
+            (self.team, self.session_id),
+        )
+        return self.cur.fetchone()
+
+    def since(self, table: str, at: str) -> list[str]:
+        self.cur.execute(
+            f"SELECT hex FROM {table} WHERE team_id = %s AND session_id = %s AND COALESCE(last_at, at) >= %s "
+            "ORDER BY at, hex",
+            (self.team, self.session_id, at),
+        )
+        return [r[0] for r in self.cur.fetchall()]
+
+    def count_used(self, hexes: list[str]) -> None:
+        self.cur.execute(
+            "UPDATE records SET used_success = used_success + 1 WHERE team_id = %s AND hex = ANY(%s)",
+            (self.team, hexes),
+        )
+
+    def confirmable(self, notes: list[str], signatures: list[str]) -> set[str]:
+        self.cur.execute(
+            "SELECT DISTINCT r.hex FROM records r JOIN signatures s ON s.team_id = r.team_id AND s.hex = r.hex "
+            "WHERE r.team_id = %s AND r.hex = ANY(%s) AND s.sig = ANY(%s) AND NOT r.forgotten "
+            "AND r.origin <> ALL(%s)",
+            (self.team, notes, signatures, list(closing.KEPT_ORIGINS)),
+        )
+        return {r[0] for r in self.cur.fetchall()}
+
+    def confirm(self, hexes: list[str]) -> None:
+        self.cur.execute(
+            "UPDATE records SET origin = 'local_auto' WHERE team_id = %s AND hex = ANY(%s)", (self.team, hexes)
+        )
+
+    def take_edits(self, at: str) -> list[str]:
+        self.cur.execute(
+            "SELECT path FROM session_edits WHERE team_id = %s AND session_id = %s AND at >= %s ORDER BY at, path",
+            (self.team, self.session_id, at),
+        )
+        edited = [r[0] for r in self.cur.fetchall()]
+        self.cur.execute(
+            "DELETE FROM session_edits WHERE team_id = %s AND session_id = %s", (self.team, self.session_id)
+        )
+        return edited
+
+    def clear(self) -> None:
+        self.cur.execute(
+            "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
+            "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' "
+            "WHERE team_id = %s AND id = %s",
+            (self.team, self.session_id),
+        )

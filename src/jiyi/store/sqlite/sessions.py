@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ...records import now
+from .. import closing
 from ..base import Resolved, SessionState
 from .connection import SQLiteConnection
 from .statements import MAX_ATTEMPTS, record_edits, resolve_in, set_failure
@@ -127,7 +128,7 @@ class SQLiteSessions(SQLiteConnection):
     def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
         def pending(db: sqlite3.Connection) -> bool:
             row = db.execute("SELECT last_tool, last_failure_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            return row is not None and row[1] is not None and (row[0] or "").lower() == tool.lower()
+            return row is not None and closing.pending(row[0], row[1], tool)
 
         # Most successes follow no failure: a read settles them without taking the write lock.
         if not self._guard(pending):

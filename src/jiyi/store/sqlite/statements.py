@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 
+from ..closing import KEPT_ORIGINS, resolve
+
 TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
 if TYPE_CHECKING:
     import sqlite3
@@ -56,55 +58,67 @@ def record_edits(db: sqlite3.Connection, session_id: str, paths: Iterable[str], 
     )
 
 
-def resolve_in(db: sqlite3.Connection, session_id: str, tool: str) -> tuple[Any, ...] | None:
-    """``Store.resolve_failure`` on ``db`` inside the caller's write transaction: the fields of a
-    ``store.base.Resolved`` in order (a tuple: that class's module is too heavy for the hook); None
-    when the session's last failure is not one of ``tool`` (nothing changed)."""
-    row = db.execute(
-        "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout "
-        "FROM sessions WHERE id = ?",
-        (session_id,),
-    ).fetchone()
-    if row is None or row[2] is None or (row[0] or "").lower() != tool.lower():
-        return None
-    failed_tool, error, since, stored, command, checkout = row
-    if stored is not None:
-        signatures = list(json.loads(stored))
-    else:  # a failure recorded before the signatures were kept
-        from ...analysis.signature import analyze
+class _Steps:
+    """``closing.Steps`` on a bare SQLite connection."""
 
-        signatures = list(analyze(error or "").signatures)
-    since_sql = "SELECT hex FROM {} WHERE session_id = ? AND COALESCE(last_at, at) >= ? ORDER BY at"
-    used = [r[0] for r in db.execute(since_sql.format("session_reads"), (session_id, since))]
-    db.executemany("UPDATE records SET used_success = used_success + 1 WHERE hex = ?", [(h,) for h in used])
-    notes = [r[0] for r in db.execute(since_sql.format("session_notes"), (session_id, since))]
-    confirmed: list[str] = []
-    if notes and signatures:
-        matching = db.execute(
+    __slots__ = ("db", "session_id")
+
+    def __init__(self, db: sqlite3.Connection, session_id: str) -> None:
+        self.db, self.session_id = db, session_id
+
+    def failure(self) -> tuple[Any, ...] | None:
+        row = self.db.execute(
+            "SELECT last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout "
+            "FROM sessions WHERE id = ?",
+            (self.session_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return (*row[:3], None if row[3] is None else json.loads(row[3]), *row[4:])
+
+    def since(self, table: str, at: str) -> list[str]:
+        sql = f"SELECT hex FROM {table} WHERE session_id = ? AND COALESCE(last_at, at) >= ? ORDER BY at"
+        return [r[0] for r in self.db.execute(sql, (self.session_id, at))]
+
+    def count_used(self, hexes: list[str]) -> None:
+        self.db.executemany("UPDATE records SET used_success = used_success + 1 WHERE hex = ?", [(h,) for h in hexes])
+
+    def confirmable(self, notes: list[str], signatures: list[str]) -> set[str]:
+        rows = self.db.execute(
             f"SELECT DISTINCT r.hex FROM records r JOIN signatures s ON s.hex = r.hex "
             f"WHERE r.hex IN ({','.join('?' * len(notes))}) AND s.sig IN ({','.join('?' * len(signatures))}) "
-            "AND r.forgotten = 0 AND r.origin NOT IN ('local_auto', 'team_verified', 'human')",
-            [*notes, *signatures],
+            f"AND r.forgotten = 0 AND r.origin NOT IN ({','.join('?' * len(KEPT_ORIGINS))})",
+            [*notes, *signatures, *KEPT_ORIGINS],
         )
-        found = {r[0] for r in matching}
-        confirmed = [h for h in notes if h in found]
-        db.executemany("UPDATE records SET origin = 'local_auto' WHERE hex = ?", [(h,) for h in confirmed])
-    edited = [
-        r[0]
-        for r in db.execute(
-            "SELECT path FROM session_edits WHERE session_id = ? AND at >= ? ORDER BY at, path", (session_id, since)
+        return {r[0] for r in rows}
+
+    def confirm(self, hexes: list[str]) -> None:
+        self.db.executemany("UPDATE records SET origin = 'local_auto' WHERE hex = ?", [(h,) for h in hexes])
+
+    def take_edits(self, at: str) -> list[str]:
+        edited = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT path FROM session_edits WHERE session_id = ? AND at >= ? ORDER BY at, path",
+                (self.session_id, at),
+            )
+        ]
+        self.db.execute("DELETE FROM session_edits WHERE session_id = ?", (self.session_id,))
+        return edited
+
+    def clear(self) -> None:
+        self.db.execute(
+            "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
+            "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' WHERE id = ?",
+            (self.session_id,),
         )
-    ]
-    db.execute("DELETE FROM session_edits WHERE session_id = ?", (session_id,))
-    db.execute(
-        "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
-        "last_signatures = NULL, last_command = NULL, last_checkout = NULL, outcome = '成功' WHERE id = ?",
-        (session_id,),
-    )
-    return (
-        used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited),
-        checkout,
-    )  # fmt: skip
+
+
+def resolve_in(db: sqlite3.Connection, session_id: str, tool: str) -> tuple[Any, ...] | None:
+    """``Store.resolve_failure`` on ``db`` inside the caller's write transaction, by the rules of
+    ``store/closing.py``: the fields of a ``store.base.Resolved`` in order; None when the session's
+    last failure is not one of ``tool`` (nothing changed)."""
+    return resolve(_Steps(db, session_id), tool)
 
 
 def queue(

@@ -1,0 +1,79 @@
+"""Closing the loop: the rules of ``Store.resolve_failure``, written once for both backends.
+
+A success of the tool that failed ends the session's failure: the records read since it get
+``used_success + 1``; the notes written since it that share a signature with it, and are not
+trusted more already, become ``local_auto``; the files edited since it are handed on (for the
+automatic record) and forgotten; the failure is cleared and the outcome becomes 成功. Each backend
+supplies the statements (:class:`Steps`): ``sqlite/statements.py`` on a bare connection (the hook's
+fast path runs them too), ``postgres/sessions.py`` on a cursor of its team.
+
+Imports nothing at module level: the hook's fast path imports it on every event.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class Steps(Protocol):
+        """One session's statements in the caller's write transaction."""
+
+        def failure(self) -> tuple[Any, ...] | None:
+            """(last tool, error, failed at, signatures or None, command, checkout), None without a session."""
+
+        def since(self, table: str, at: str) -> list[str]:
+            """Hexes in ``session_reads`` / ``session_notes`` of the session at or after ``at``, in order."""
+
+        def count_used(self, hexes: list[str]) -> None: ...
+
+        def confirmable(self, notes: list[str], signatures: list[str]) -> set[str]:
+            """Of ``notes``, the live ones with one of ``signatures`` whose origin is not in ``KEPT_ORIGINS``."""
+
+        def confirm(self, hexes: list[str]) -> None:
+            """Make their origin ``local_auto``."""
+
+        def take_edits(self, at: str) -> list[str]:
+            """The paths edited at or after ``at`` (by time, then path), then forget all the session's edits."""
+
+        def clear(self) -> None:
+            """Clear the failure; the outcome becomes 成功."""
+
+
+# Origins a confirmation does not lower: a note already confirmed, or verified by the team or a person.
+KEPT_ORIGINS = ("local_auto", "team_verified", "human")
+
+
+def pending(last_tool: str | None, failed_at: str | None, tool: str) -> bool:
+    """The session's last failure is one of ``tool`` (names compared case-insensitively)."""
+    return failed_at is not None and (last_tool or "").lower() == tool.lower()
+
+
+def resolve(steps: Steps, tool: str) -> tuple[Any, ...] | None:
+    """``Store.resolve_failure`` through ``steps``: the fields of a ``base.Resolved`` in order (a
+    tuple: that class's module is too heavy for the hook); None when the session's last failure is
+    not one of ``tool`` (nothing changed)."""
+    row = steps.failure()
+    if row is None or not pending(row[0], row[2], tool):
+        return None
+    failed_tool, error, since, stored, command, checkout = row
+    if stored is not None:
+        signatures = [str(s) for s in stored]
+    else:  # a failure recorded before the signatures were kept
+        from ..analysis.signature import analyze
+
+        signatures = list(analyze(error or "").signatures)
+    used = steps.since("session_reads", since)
+    steps.count_used(used)
+    notes = steps.since("session_notes", since)
+    confirmed: list[str] = []
+    if notes and signatures:
+        found = steps.confirmable(notes, signatures)
+        confirmed = [h for h in notes if h in found]
+        steps.confirm(confirmed)
+    edited = steps.take_edits(since)
+    steps.clear()
+    return (
+        used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited),
+        checkout,
+    )  # fmt: skip
