@@ -19,7 +19,7 @@ from jiyi.errors import Unavailable
 from jiyi.records import Record, Revision, new_hex, now, snapshot
 from jiyi.store import base as store_base
 from jiyi.store.migrations import Migration, Migrations
-from jiyi.store.sqlite import migrations
+from jiyi.store.sqlite import migrations, statements
 from jiyi.store.sqlite.store import SQLiteStore
 
 from ..helpers import ZLIB, note
@@ -227,3 +227,8 @@ def test_a_common_term_is_ranked_among_its_newest_matches_only(
     monkeypatch.setattr(store_base, "TERM_SCAN", 3)
     found = store.by_terms(["deflate"], 5)
     assert sorted(found) == sorted(r.hex for r in records[2:])
+
+
+def test_the_hook_knows_how_many_schema_steps_there_are() -> None:
+    # The fast path checks a store is current by this count, without importing the steps.
+    assert len(migrations.MIGRATIONS) == statements.SCHEMA_STEPS

@@ -19,8 +19,15 @@ import os
 import sys
 
 from ..git_head import failure_point, git_top
-from ..store.sqlite.statements import MAX_ATTEMPTS, STALE_SECONDS, queue, record_edits, resolve_in, set_failure
-from .cleaning import clean_command, clean_error, evident
+from ..store.sqlite.statements import (
+    MAX_ATTEMPTS,
+    SCHEMA_STEPS,
+    STALE_SECONDS,
+    queue,
+    record_edits,
+    resolve_in,
+    set_failure,
+)
 from .events import TEAM_SYNC_EVENTS
 from .results import keep_patterns, patterns_from, signatures_of
 
@@ -144,12 +151,10 @@ def apply(event: Event, environ: dict[str, str], *, recall_to: bool) -> tuple[bo
         return False, None  # the store creates it
     sqlite = _sqlite()
 
-    from ..store.sqlite.migrations import MIGRATIONS
-
     db = sqlite.connect(store_path, timeout=timeout / 1000, isolation_level=None)
     here = _Here(session_id, folder, os.path.dirname(store_path), auto_records)
     try:
-        done = _quick_apply(db, event, here, len(MIGRATIONS), recall_to)
+        done = _quick_apply(db, event, here, SCHEMA_STEPS, recall_to)
     except sqlite.Error:
         return False, None  # whatever it was, the store's way reports it properly
     finally:
@@ -202,6 +207,8 @@ def _quick_apply(
             record_edits(db, session_id, shown, _now())
         return True, None
     patterns_from(os.path.join(home, "cache"))
+    from .cleaning import clean_command, clean_error  # only now: most events are no failure
+
     text = clean_error(call.error) or f"{call.tool} failed"
     signatures = signatures_of(text)
     command = clean_command(call.command)
@@ -224,8 +231,10 @@ def _quick_apply(
 
 
 def _close_loop(db: sqlite3.Connection, call: ToolCall, here: _Here) -> bool:
-    """The success ends the failure now (``sessions.resolve_in``, the store's statements); its
+    """The success ends the failure now (``statements.resolve_in``, the store's statements); its
     automatic record, when one may be due, is queued in the same transaction for a finisher."""
+    from .cleaning import clean_command, evident
+
     command = None
     if here.auto_records and call.command:
         patterns_from(os.path.join(here.home, "cache"))

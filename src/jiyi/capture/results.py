@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import sys
 
-from .cleaning import clean_command, clean_error
-
 TYPE_CHECKING = False  # typing costs the hook ~5 ms; mypy reads the name as typing's
 if TYPE_CHECKING:
     from ..project import Project
@@ -58,6 +56,8 @@ def record_tool_result(
         elif resolved is None and edited:
             store.record_edits(session_id, edited)
         return ()
+    from .cleaning import clean_command, clean_error  # not for a success: most events are one
+
     text = clean_error(error) or f"{tool} failed"
     signatures = signatures_of(text)
     kept = clean_command(command)
