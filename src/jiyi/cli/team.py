@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,52 +122,23 @@ REPLICA_WAIT_S = 30.0
 
 
 def _wait_for_replica(read_dsn: str, schema: str) -> None:
-    """Open the replica read-only, again while it lacks migrations, for up to ``REPLICA_WAIT_S``;
-    exit 1 saying why when it cannot be used."""
-    import time
-
+    """Wait for the read replica (``PgDatabase.wait_for_replica``), saying so once; exit 1 saying
+    why when it cannot be used."""
     from ..store.postgres.database import NotCaughtUp, PgDatabase
 
-    deadline = time.monotonic() + REPLICA_WAIT_S
-    said = False
-    while True:
-        try:
-            PgDatabase(read_dsn, schema=schema, min_size=1, max_size=1, read_only=True).close()
-            return
-        except NotCaughtUp as exc:
-            if time.monotonic() >= deadline:
-                fail(exc)
-            if not said:
-                click.echo(f"waiting up to {REPLICA_WAIT_S:g} s for the read replica: {exc.reason}", err=True)
-                said = True
-            time.sleep(0.5)
-        except JiyiError as exc:
-            fail(exc)
+    def waiting(exc: NotCaughtUp) -> None:
+        click.echo(f"waiting up to {REPLICA_WAIT_S:g} s for the read replica: {exc.reason}", err=True)
+
+    try:
+        PgDatabase.wait_for_replica(read_dsn, schema, REPLICA_WAIT_S, on_wait=waiting)
+    except JiyiError as exc:
+        fail(exc)
 
 
 team_group.add_command(admin_group)
 
 
 # -- this machine ------------------------------------------------------------------------------
-
-
-@contextmanager
-def _lock(home: Path) -> Iterator[bool]:
-    """Whether this process holds the sync lock of ``home`` (one background sync at a time; the
-    hook may start one at every turn). Without fcntl (Windows) there is no lock."""
-    try:
-        import fcntl
-    except ImportError:
-        yield True
-        return
-    home.mkdir(parents=True, exist_ok=True)
-    with (home / "team-sync.lock").open("a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        yield True
 
 
 @team_group.command("sync")
@@ -195,7 +164,7 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
             "no team server configured: set team_url and team_token (or JIYI_TEAM_URL, JIYI_TEAM_TOKEN)", err=True
         )
         sys.exit(1)
-    with _lock(settings.home) as mine:
+    with sync.lock(settings.home) as mine:
         if not mine:
             if not quiet:
                 click.echo("another jiyi team sync is running", err=True)

@@ -19,7 +19,7 @@ import secrets
 import time
 import weakref
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -167,6 +167,28 @@ class PgDatabase:
             raise Unavailable(f"PostgreSQL pool: {exc}") from exc
         except psycopg.Error as exc:
             raise Unavailable(f"PostgreSQL: {exc}") from exc
+
+    @classmethod
+    def wait_for_replica(
+        cls, dsn: str, schema: str, seconds: float, *, on_wait: Callable[[NotCaughtUp], None] | None = None
+    ) -> None:
+        """Open the read replica at ``dsn`` read-only, again while it lacks migrations the primary
+        applied, for up to ``seconds`` (a streaming standby replays them in milliseconds to
+        seconds). ``on_wait`` hears the first time it is behind; ``NotCaughtUp`` when it still is
+        at the end, any other ``JiyiError`` at once."""
+        deadline = time.monotonic() + seconds
+        said = False
+        while True:
+            try:
+                cls(dsn, schema=schema, min_size=1, max_size=1, read_only=True).close()
+                return
+            except NotCaughtUp as exc:
+                if time.monotonic() >= deadline:
+                    raise
+                if not said and on_wait is not None:
+                    on_wait(exc)
+                said = True
+                time.sleep(0.5)
 
     def close(self) -> None:
         self.pool.close()

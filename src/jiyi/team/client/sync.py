@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...analysis.indexing import derive
@@ -193,6 +195,25 @@ def run(
     pushed = send(store, client, team_push=settings.team_push, force=force, progress=push_progress) if push else None
     pulled = pull(store, client, progress=pull_progress) if pull_too else None
     return SyncReport(pushed, pulled)
+
+
+@contextmanager
+def lock(home: Path) -> Iterator[bool]:
+    """Whether this process holds the sync lock of ``home`` (one ``jiyi team sync`` at a time; the
+    hook may start one at every turn). Without fcntl (Windows) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield True
+        return
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "team-sync.lock").open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
 
 
 # -- in the background (the MCP server) ------------------------------------------------------
