@@ -134,13 +134,7 @@ class PgSessions:
                 return None
         with self.db.cursor() as cur:
             found = closing.resolve(_Steps(cur, self.team, session_id), tool)
-        if found is None:
-            return None
-        used, confirmed, failed_tool, error, signatures, command, notes, edited, checkout = found
-        return Resolved(
-            used, confirmed, tool=failed_tool, error=error, signatures=signatures, command=command, noted=notes,
-            edited=edited, checkout=checkout,
-        )  # fmt: skip
+        return None if found is None else Resolved(*found)  # closing.resolve's tuple is its fields in order
 
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
         wanted = list(dict.fromkeys(hexids))

@@ -135,20 +135,7 @@ class SQLiteSessions(SQLiteConnection):
             return None
         with self._write() as db:
             found = resolve_in(db, session_id, tool)
-        if found is None:
-            return None
-        used, confirmed, tool_, error, signatures, command, notes, edited, checkout = found
-        return Resolved(
-            used,
-            confirmed,
-            tool=tool_,
-            error=error,
-            signatures=signatures,
-            command=command,
-            noted=notes,
-            edited=edited,
-            checkout=checkout,
-        )
+        return None if found is None else Resolved(*found)  # closing.resolve's tuple is its fields in order
 
     def auto_record_queue(self) -> tuple[int, int]:
         """(automatic records waiting for a finisher, rows given up on after MAX_ATTEMPTS): what
