@@ -50,6 +50,8 @@ BEYOND = [
     "x = 1 y\n",
     "\ufeffx = 1\n",
     "x = 'a\x7f'\n",
+    "\r",  # a CR not before an LF (hypothesis found it: tomllib refuses it)
+    "x = 1\r",
 ]
 
 

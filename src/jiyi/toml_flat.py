@@ -40,8 +40,10 @@ def parse(text: str) -> dict[str, Any] | None:
     """``tomllib.loads(text)`` for the flat subset above; None for any text outside it."""
     top: dict[str, Any] = {}
     table: dict[str, Any] | None = None
-    for raw in text.split("\n"):
-        line = raw[:-1] if raw.endswith("\r") else raw
+    lines = text.split("\n")
+    for at, raw in enumerate(lines):
+        # A CR ends a line only before its LF: a last line's CR is a control character (tomllib's view).
+        line = raw[:-1] if raw.endswith("\r") and at < len(lines) - 1 else raw
         if _CONTROL.search(line):
             return None
         found = _LINE.fullmatch(line)
