@@ -41,6 +41,7 @@ from scale import percentile
 from team_scale import push_lines
 
 from jiyi.errors import Unavailable
+from jiyi.store.migrations import Migration, Migrations
 from jiyi.store.postgres import migrations as pg_migrations
 from jiyi.store.postgres.database import NotCaughtUp, PgDatabase
 
@@ -117,12 +118,14 @@ def check_migrations(primary: str, standby: str) -> None:
             print("a write through the read-only database: UNEXPECTED, it succeeded")
         except Unavailable as exc:
             print(f"a write through the read-only database: refused ({exc.reason[:70]})")
-    pg_migrations.MIGRATIONS.append(("m999_bench_upgrade", "CREATE TABLE bench_upgrade (x int)"))
+    shipped = pg_migrations.MIGRATIONS
+    upgrade = Migration("m999_bench_upgrade", "CREATE TABLE bench_upgrade (x int)")
+    pg_migrations.MIGRATIONS = Migrations([*shipped, upgrade])
     try:
         PgDatabase(primary, schema=SCHEMA).close()
         print(f"an upgrade's migration: the standby opens read-only {caught_up(standby) * 1000:.1f} ms after it")
     finally:
-        pg_migrations.MIGRATIONS.pop()
+        pg_migrations.MIGRATIONS = shipped
 
 
 def serve(primary: str, standby: str) -> tuple[subprocess.Popen[bytes], str, str]:
