@@ -126,6 +126,11 @@ def check_migrations(primary: str, standby: str) -> None:
         print(f"an upgrade's migration: the standby opens read-only {caught_up(standby) * 1000:.1f} ms after it")
     finally:
         pg_migrations.MIGRATIONS = shipped
+        # Taken back, so the server started next opens a schema of this jiyi's (it refuses one that
+        # a newer jiyi migrated).
+        with psycopg.connect(primary, autocommit=True) as conn:
+            conn.execute(f'DELETE FROM "{SCHEMA}"._migrations WHERE name = %s', (upgrade.name,))
+            conn.execute(f'DROP TABLE "{SCHEMA}".bench_upgrade')
 
 
 def serve(primary: str, standby: str) -> tuple[subprocess.Popen[bytes], str, str]:
