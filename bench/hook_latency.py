@@ -1,4 +1,4 @@
-"""Wall time of one ``jiyi hook claude-code`` event, process start to exit (SPEC §8: ≤ 50 ms).
+"""Wall time of one ``jiyi hook claude-code`` event, process start to exit (docs/spec.md §8: ≤ 50 ms).
 
 ``python bench/hook_latency.py [--runs 30] [--entry script|module]`` spawns the hook ``--runs`` times
 for each kind of event and prints the median and p90, each kind in a store of its own:

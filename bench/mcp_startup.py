@@ -1,4 +1,4 @@
-"""Time from spawning ``jiyi mcp`` to the answer of ``tools/list`` (SPEC §8: ≤ 1 s).
+"""Time from spawning ``jiyi mcp`` to the answer of ``tools/list`` (docs/spec.md §8: ≤ 1 s).
 
 ``python bench/mcp_startup.py [--runs 10]`` prints the median and the slowest run, and the median
 CPU time of the server process: on a machine shared with other work the wall time follows the load,

@@ -1,6 +1,6 @@
 """Retrieval quality, jiyi against plain BM25 and embeddings: ``python bench/retrieval.py [--distractors 4000]``.
 
-One run builds three systems over the same records and prints them side by side (SPEC §8):
+One run builds three systems over the same records and prints them side by side (docs/spec.md §8):
 
 1. **jiyi** in a temporary ``JIYI_HOME``: each cluster's first occurrence of ``bench/data/clusters.jsonl``
    is noted as a learning (title, what = the error text, why, learned, the fix command) by a

@@ -10,7 +10,7 @@ Runs, each in its own process (its own ``JIYI_HOME`` under a temporary folder, d
 - ``hook_latency.py``: one hook event, process start to exit;
 - ``mcp_startup.py``: spawning ``jiyi mcp`` until ``tools/list`` answers.
 
-Each prints its own detail while it runs; the summary table with the targets (issue 3, SPEC §8)
+Each prints its own detail while it runs; the summary table with the targets (issue 3, docs/spec.md §8)
 comes last. ``--home DIR`` keeps the scale stores there for a rerun (they take ~20 minutes and
 ~2.3 GB at 1 000 000 records); without it they are deleted at the end.
 """

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# The nine ranking signals in the order SPEC §4 fixes for every matched line.
+# The nine ranking signals in the order docs/spec.md §4 fixes for every matched line.
 SIGNALS = [
     "error_signature",
     "code_symbol",

@@ -1,4 +1,4 @@
-"""Ranking (SPEC §4 and the hit rules of §1): each of the nine signals' strength and detail, their
+"""Ranking (docs/spec.md §4 and the hit rules of §1): each of the nine signals' strength and detail, their
 fixed order and display, the minimum-evidence rule, trust of outdated records, and which records a
 search may return at all (never wrong ones, project scope only in its project), on both backends."""
 
@@ -208,7 +208,7 @@ def test_the_same_error_outranks_a_shared_word(store: Store) -> None:
     put(store, made())
     put(store, made("Install PyYAML", what=YAML_ERROR))
     assert found(store, "/usr/bin/ld: undefined symbol deflate") == ["Link zlib with -lz", "Notes on ld symbols"]
-    # The session's last failure feeds the signature, symbol and tool signals (SPEC §1).
+    # The session's last failure feeds the signature, symbol and tool signals (docs/spec.md §1).
     hits = rank(store, Query(text="why?", failure_tool="Bash", failure_error=YAML_ERROR), limit=5, now=NOW)
     assert [h.record.title for h in hits] == ["Install PyYAML"]
     assert signals(hits[0])["error_signature"][0] == 1.0

@@ -1,4 +1,4 @@
-"""A corpus of real-format secrets pushed through every way text gets into jiyi (SPEC §6).
+"""A corpus of real-format secrets pushed through every way text gets into jiyi (docs/spec.md §6).
 
 Each secret is in the kind of line it turns up in — a log, a command, a config — and goes in as a
 hook payload (the command, the output, the error; Claude Code, Codex and Gemini shapes), every

@@ -1,5 +1,5 @@
 """Full-text terms (lexical.py): English error text, CJK bigrams, mixed text, query escaping, and
-the IDF-weighted coverage behind the ``lexical`` signal (SPEC §4, §6)."""
+the IDF-weighted coverage behind the ``lexical`` signal (docs/spec.md §4, §6)."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_every_term_is_one_fts5_token_as_written(tmp_path: Path) -> None:
     assert vocabulary == ours
 
 
-# -- real error texts in other languages (SPEC §4: every language the users write) ------------
+# -- real error texts in other languages (docs/spec.md §4: every language the users write) ------------
 
 # Each: a real message as translated software printed it (the record's `what`) and another real
 # occurrence of the same error (the query). Sources: glibc's and coreutils' translated messages
@@ -257,7 +257,7 @@ def test_generic_words_alone_are_no_evidence() -> None:
     assert share == 1.0 and matched == ["error", "failed", "deflate"]
 
 
-# -- no query text can break the store (SPEC §6) ---------------------------------------------
+# -- no query text can break the store (docs/spec.md §6) ---------------------------------------------
 
 
 @pytest.fixture
@@ -287,7 +287,7 @@ def test_random_text_never_raises_through_search(memory: jiyi.Memory) -> None:
         try:
             hits = reader.search(query)
         except InvalidArgument:
-            return  # empty, control characters, too long: SPEC §2's answer, not a breakage
+            return  # empty, control characters, too long: docs/spec.md §2's answer, not a breakage
         assert all(h.topical for h in hits)
         # Bad input loses nothing: the records are still there and still found.
         assert reader.search("undefined symbol deflate")[0].record.title == ZLIB["title"]

@@ -1,4 +1,4 @@
-"""Secret redaction (SPEC §6): every secret goes, and the error text around it stays."""
+"""Secret redaction (docs/spec.md §6): every secret goes, and the error text around it stays."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Error signatures (SPEC §4): one failure met again elsewhere shares a signature; look-alikes don't.
+"""Error signatures (docs/spec.md §4): one failure met again elsewhere shares a signature; look-alikes don't.
 
 The pairs come from real occurrences in the development set (bench/clusters.jsonl): the same cause
 met in different projects, with other paths, versions, line numbers and surrounding log lines.

@@ -1,4 +1,4 @@
-"""Automatic records (SPEC §5): a failure fixed with no note, when the fix is evident.
+"""Automatic records (docs/spec.md §5): a failure fixed with no note, when the fix is evident.
 
 The main replays run real ``jiyi hook claude-code`` processes, as Claude Code does; the rest use
 the Python API (``Session.observe_tool_result``, what ``jiyi run`` does) with the same store.

@@ -1,4 +1,4 @@
-"""Closing the loop (SPEC §5): the tool that failed succeeds later in the same session.
+"""Closing the loop (docs/spec.md §5): the tool that failed succeeds later in the same session.
 
 The replay runs real ``jiyi hook claude-code`` processes for the agent's events and the Python API
 with the same session id for what the MCP server does (memory_search / memory_read / memory_note).

@@ -88,7 +88,7 @@ def test_read_commands_take_json() -> None:
 
 
 def test_spec_commands_are_all_there() -> None:
-    # SPEC §7 also lists team: it arrives with the team memory issue.
+    # docs/spec.md §7 also lists team: it arrives with the team memory issue.
     spec = "search read note list show forget export import stats doctor reindex mcp run hook".split()
     assert sorted(set(spec) - set(main.commands)) == []
 

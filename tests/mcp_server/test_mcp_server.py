@@ -81,7 +81,7 @@ def saved_id(text: str) -> str:
 
 
 def invalid(field: str) -> re.Pattern[str]:
-    """Our SPEC §2 text for a bad argument: the field, a one-line reason, the code."""
+    """Our docs/spec.md §2 text for a bad argument: the field, a one-line reason, the code."""
     return re.compile(rf"参数无效：{re.escape(field)}：[^\n]+\n错误码：E_INVALID_ARGUMENT")
 
 
@@ -102,7 +102,7 @@ def parse_hit(block: str) -> dict[str, Any]:
     assert matched, lines[2]
     assert lines[3].startswith("   ") and lines[3].strip(), lines[3]
     details = {name: matched.group(name) for name in SIGNALS}
-    for detail in details.values():  # SPEC §4: longer than 24 is cut to 24 and followed by …
+    for detail in details.values():  # docs/spec.md §4: longer than 24 is cut to 24 and followed by …
         assert len(detail) <= 24 or (len(detail) == 25 and detail.endswith("…")), detail
     return {
         "rank": int(head.group(1)),
@@ -359,7 +359,7 @@ def test_bad_arguments_give_our_error_text_not_the_sdks(mode: str) -> None:
 @MODES
 def test_an_unknown_tool_and_unknown_arguments(mode: str) -> None:
     with served("s1") as server:
-        # A tool that is not there is a bad argument in our words, like every other failure (SPEC §2).
+        # A tool that is not there is a bad argument in our words, like every other failure (docs/spec.md §2).
         assert call_once(mode, server, "memory_forget", {"ref": MISSING}) == (
             True,
             "参数无效：tool：没有这个工具：memory_forget\n错误码：E_INVALID_ARGUMENT",
@@ -413,7 +413,7 @@ def test_unknown_id_is_not_found(mode: str) -> None:
 def test_note_in_one_server_is_found_and_read_in_another(mode: str) -> None:
     before = today()
     with served("a") as server_a, served("b") as server_b:
-        # Both servers are up before the note is written: B must see it at once (SPEC §1).
+        # Both servers are up before the note is written: B must see it at once (docs/spec.md §1).
         saved = call_once(mode, server_a, "memory_note", ZLIB)
         own = call_once(mode, server_a, "memory_search", {"query": "ld: undefined symbol deflate"})
 
