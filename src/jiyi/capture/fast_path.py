@@ -181,7 +181,8 @@ def _quick_apply(
 ) -> tuple[bool, str | None]:
     session_id, folder, home = here.session_id, here.folder, here.home
     db.execute("PRAGMA synchronous = NORMAL")
-    # touch_session for a session that exists; the migration count says the schema is current;
+    # touch_session for a session that exists; the count of recorded steps against SCHEMA_STEPS says
+    # the schema is current;
     # a queued automatic record nobody finished (``finisher``) gets a finisher.
     rows = db.execute(
         "UPDATE sessions SET last_seen = ? WHERE id = ? "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..migrations import Migrations
 
-TYPE_CHECKING = False  # the hook counts MIGRATIONS without importing sqlite3 (and datetime with it)
+TYPE_CHECKING = False  # the steps import neither typing nor sqlite3 (and datetime with it) at run time
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable
