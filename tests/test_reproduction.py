@@ -26,7 +26,7 @@ FIX = {"kind": "diff", "diff": MYLIB_DIFF}
 
 def fail_and_note(cwd: Path, command: str | None = "python3 check.py", **note: object) -> Record:
     with jiyi.Memory(cwd=cwd) as memory:
-        session = memory.session(session_id="s-repro")
+        session = memory.session(session_id=f"s-repro-{cwd.name}")
         session.observe_tool_result("Bash", ok=False, error=f"Traceback …\n{MYLIB_ERROR}", command=command)
         args = {"title": "mylib is missing", "type": "bugfix", "scope": "project", "content": CONTENT, "fix": FIX}
         saved = session.note(**{**args, **note})

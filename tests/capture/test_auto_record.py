@@ -196,7 +196,10 @@ def test_a_repair_command_leaves_the_failing_command_as_the_check(tmp_path: Path
         agent = memory.session(session_id="repair")
         agent.observe_tool_result("Bash", ok=False, error=MYLIB_ERROR, command="python3 check.py")
         agent.observe_tool_result("Bash", ok=True, command="printf 'VALUE = 1\\n' > mylib.py")
+        assert memory.store.list_records() == []  # a step of the fix: the failing command has not passed yet
+        agent.observe_tool_result("Bash", ok=True, command="python3 check.py")
         (record,) = memory.store.list_records()
+    assert record.fix is not None and record.fix.command == "printf 'VALUE = 1\\n' > mylib.py"
     assert record.reproduction is not None and record.reproduction.check is None
     assert replay(record, workdir=tmp_path, **anywhere()).passed
 
@@ -292,7 +295,8 @@ def test_commands_and_files_are_redacted(jiyi_home: Path, project: Path) -> None
     token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
     with jiyi.Memory() as memory:
         agent = memory.session(session_id="secret")
-        agent.observe_tool_result("Bash", ok=False, error=ERROR, command=f"curl -H 'token: {token}' x")
+        agent.observe_tool_result("Bash", ok=False, error=ERROR, command=f"GITHUB_TOKEN={token} cc -o app main.o")
+        agent.observe_tool_result("Bash", ok=True, command=f"curl -o lib.tgz -H 'token: {token}' x")
         agent.observe_tool_result("Bash", ok=True, command=f"GITHUB_TOKEN={token} cc -o app main.o -lz")
         record = memory.store.list_records()[0]
     stored = json.dumps([record.title, record.where, record.learned, record.fix and record.fix.command])
@@ -304,8 +308,11 @@ def test_jiyi_run_records_its_command_and_closes_the_loop(
     tmp_path: Path, jiyi_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = {**os.environ, "JIYI_SESSION_ID": "run-session"}
-    failing = [sys.executable, "-c", "import sys; sys.exit('ld: undefined symbol deflate')"]
-    passing = [sys.executable, "-c", "pass"]
+    (project / "link.py").write_text(
+        "import os, sys\nif '--lz' not in sys.argv: sys.exit('ld: undefined symbol deflate')\n", encoding="utf-8"
+    )
+    failing = [sys.executable, "link.py"]
+    passing = [sys.executable, "link.py", "--lz"]
     for command, code in ((failing, 1), (passing, 0)):
         done = subprocess.run(
             [sys.executable, "-m", "jiyi", "run", "--", *command], capture_output=True, env=env, cwd=project, timeout=60

@@ -182,7 +182,7 @@ WEAK = compile_rx(
     r"panicked|abort(?:ed)?|fatal|timed\sout|timeout|not\sallowed|forbidden|unauthori[sz]ed|rejected|conflict(?:s|ing)?|"
     r"mismatch|unrecognized|not\srecognized|illegal|not\spermitted|unexpected|overflow|violation|externally-managed|"
     r"truncated|corrupt(?:ed)?|bad|unknown|undeclared|not\sdefined|(?:does\snot|doesn't)\sexist|no\srule|"
-    r"permission|out\sof\smemory|killed|terminated|segmentation\sfault|core\sdumped)\b"
+    r"permission|out\sof\smemory|killed|terminated|segmentation\sfault|core\sdumped|no\srequired\smodule)\b"
     r"|错误|失败|找不到|无法|未找到|未定义|エラー|失敗)",
     A,  # searched in the lower-cased line: IGNORECASE costs twice the time
 )

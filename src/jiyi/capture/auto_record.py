@@ -1,10 +1,13 @@
 """Automatic records (docs/spec.md §5): a failure that went away with an evident fix and no note.
 
-When the tool that failed succeeds, no note was written since the failure, and the fix is evident —
-the command changed, or files were edited in between — the hook writes a ``bugfix`` record of origin
+When the failing command's operation passes again (``store/closing.py``, ``analysis/commands.py``), no
+note was written since the failure, the pass was not flaky, and the fix is evident — the command
+changed, state-changing commands ran (``pip install …``), or files were edited in between — the hook
+writes a ``bugfix`` record of origin
 ``local_auto`` through the path notes take (``writing``): its ``what`` is the failure's error text, so
-its signatures are the failure's; ``where`` names the command and the files; ``learned`` says what
-changed; a changed command is its ``command`` fix. Where the failure happened in a git checkout
+its signatures are the failure's; ``where`` names the command, the steps and the files; ``learned`` says
+what changed; the steps and a changed command are its ``command`` fix. Its title is the failure's
+key error line (never a wrapper's ``Exit code 1``) and what fixed it. Where the failure happened in a git checkout
 (kept with it) is its ``reproduction``: the failing command at the commit it failed at, so a team
 runner can replay the record (``replay``); when the command that passed is the failing one changed
 (a flag added: ``records.checked_by``), the reproduction names it as the one that must pass after
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +42,12 @@ TOPIC_PREFIX = "auto/"
 TITLE_MAX = 160
 KEY_MAX = 90
 FILES_SHOWN = 8
+STEPS_KEPT = 5  # the last state-changing commands before the passing re-run
+STEPS_SHOWN = 3
+# A wrapper's exit status line (Claude Code's ``Exit code 1``): never the key of a failure.
+_EXIT_STATUS = re.compile(
+    r"\s*(?:exit code|exit status|process exited with code|command exited with)[:\s]+-?\d+\s*$", re.I
+)
 
 
 def topic_key(signatures: Sequence[str], error: str) -> str:
@@ -63,6 +73,29 @@ def _cut(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _fixed_by(changed: bool, after: str | None, steps: Sequence[str], listed: str) -> str:
+    """What the title names as the fix: the steps first (what was installed or written is the
+    lesson), then the changed command, then the files edited."""
+    parts = [" && ".join(steps[-STEPS_SHOWN:])] if steps else []
+    if changed and after is not None:
+        parts.append(after)
+    if listed:
+        parts.append(f"editing {listed}")
+    return ", then ".join(parts[:1] + [p for p in parts[1:]])
+
+
+def key_of(what: str) -> str:
+    """The failure's key error line: its first key line (``analysis.signature``), else its first
+    line that is not a wrapper's exit status (``Exit code 1``), which says nothing of the failure."""
+    from ..analysis.signature import analyze, key_line
+
+    found = analyze(what).key_lines
+    if found:
+        return found[0]
+    lines = [line for line in what.splitlines() if line.strip() and not _EXIT_STATUS.match(line)]
+    return key_line("\n".join(lines)) or key_line(what) or what
+
+
 def build(
     resolved: Resolved,
     command: str | None,
@@ -72,44 +105,60 @@ def build(
     environment: dict[str, str],
 ) -> Record | None:
     """The automatic record for the failure ``resolved`` ended with ``command`` (the succeeding
-    call's, None for a tool without one); None when a note was written since the failure or the
-    fix is not evident."""
-    if resolved.noted:
-        return None  # the note is the record (and resolve_failure confirmed it)
+    call's, None for a tool without one); None when a note was written since the failure, the
+    failure was flaky, or the fix is not evident (``cleaning.evident``)."""
+    if resolved.noted or resolved.flaky:
+        return None  # the note is the record (and resolve_failure confirmed it); flaky is no fix
     before = clean_command(resolved.command)
     after = clean_command(command)
-    if not evident(before, after, resolved.edited):
+    steps = [redact(step) for step in resolved.steps][-STEPS_KEPT:]
+    if not evident(before, after, resolved.edited, tuple(steps)):
         return None
     changed = command_changed(before, after)
     files = list(dict.fromkeys(_shown(p, project.root) for p in resolved.edited))
-    from ..analysis.signature import analyze, key_line
+    from ..analysis.signature import analyze
 
     what = resolved.error or f"{resolved.tool} failed"
     analysis = analyze(what)
     listed = ", ".join(files[:FILES_SHOWN]) + (f" (+{len(files) - FILES_SHOWN})" if len(files) > FILES_SHOWN else "")
-    fixed_by = after if changed and after is not None else f"editing {listed}"
-    key = _cut((analysis.key_lines[0] if analysis.key_lines else key_line(what)) or what, KEY_MAX)
-    title = _cut(f"{key} — fixed by {fixed_by}", TITLE_MAX)
-    how = " and ".join(
-        part for part in ("the command changed" if changed else "", "files were edited" if files else "") if part
+    key = _cut(key_of(what), KEY_MAX)
+    title = _cut(f"{key} — fixed by {_fixed_by(changed, after, steps, listed)}", TITLE_MAX)
+    how = ", ".join(
+        part
+        for part in (
+            "state-changing commands ran" if steps else "",
+            "the command changed" if changed else "",
+            "files were edited" if files else "",
+        )
+        if part
     )
     why = (
-        f"Recorded automatically by jiyi: the failing {resolved.tool} call succeeded after {how}, "
+        f"Recorded automatically by jiyi: the failing {resolved.tool} call passed again after {how}, "
         "and no note was written."
     )
+    ran = "; ".join(f"`{step}`" for step in steps)
     where = "; ".join(
-        part for part in (f"command: {after}" if after else "", f"files: {listed}" if files else "") if part
+        part
+        for part in (
+            f"command: {after}" if after else "",
+            f"ran: {ran}" if steps else "",
+            f"files: {listed}" if files else "",
+        )
+        if part
     )
     learned = "; ".join(
         part
         for part in (
+            f"ran before the passing re-run: {ran}" if steps else "",
             f"the command changed from `{before}` to `{after}`" if changed else "",
             f"edited between the failure and the success: {listed}" if files else "",
         )
         if part
     )
     stamp = now()
-    fix = Fix(kind="command", command=after) if changed else None
+    # The fix a replay applies: the steps, then the changed command when it is one.
+    fixing = [*steps, *([after] if changed and after else [])]
+    fix = Fix(kind="command", command=" && ".join(fixing)) if fixing else None
     return Record(
         hex=new_hex(),
         title=title,

@@ -52,7 +52,13 @@ def command_changed(before: str | None, after: str | None) -> bool:
     return before is not None and after is not None and before.split() != after.split()
 
 
-def evident(failed_command: str | None, command: str | None, edited: tuple[str, ...]) -> bool:
-    """The fix is evident, so an automatic record may be written: the command changed, or files
-    were edited in between. Both commands as kept (redacted)."""
-    return command_changed(failed_command, command) or bool(edited)
+def evident(
+    failed_command: str | None, command: str | None, edited: tuple[str, ...], steps: tuple[str, ...] = ()
+) -> bool:
+    """The fix is evident, so an automatic record may be written: a command failed and its
+    operation passed again (``store/closing.py`` decides that) after it changed, files were edited
+    or state-changing commands ran in between. Both commands as kept (redacted). A tool without a
+    command (an edit that did not apply, a file not found) has no operation to re-run: no record."""
+    if failed_command is None:
+        return False
+    return command_changed(failed_command, command) or bool(edited) or bool(steps)

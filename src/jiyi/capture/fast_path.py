@@ -187,12 +187,12 @@ def _quick_apply(
     rows = db.execute(
         "UPDATE sessions SET last_seen = ? WHERE id = ? "
         "RETURNING last_tool, last_failure_at, (SELECT count(*) FROM _migrations), "
-        "(SELECT count(*) FROM auto_record_queue WHERE attempts < ? AND queued < ?)",
+        "(SELECT count(*) FROM auto_record_queue WHERE attempts < ? AND queued < ?), last_command",
         (_now(), session_id, MAX_ATTEMPTS, _now(ago=STALE_SECONDS)),
     ).fetchall()
     if not rows or rows[0][2] < migrations:
         return False, None
-    last_tool, failed_at, _, left_behind = rows[0]
+    last_tool, failed_at, _, left_behind, failed_command = rows[0]
     here.finish = left_behind > 0
     call = event.call
     if call is None:
@@ -200,6 +200,10 @@ def _quick_apply(
     if call.ok:
         pending = failed_at is not None
         if pending and (last_tool or "").lower() == call.tool.lower():
+            from ..store.closing import may_change
+
+            if not may_change(failed_command, call.command):
+                return True, None  # a look around: it neither ends the failure nor fixes it
             return _close_loop(db, call, here), None
         if pending and call.edited:
             shown = _shown_paths(call.edited, folder)
@@ -226,6 +230,11 @@ def _quick_apply(
             return False, None
     # Where it failed, kept now: its automatic record replays it at this commit (git_head). A few
     # file reads, and none for a tool without a command to replay.
+    if failed_at is not None:
+        from ..analysis.commands import displaces
+
+        if not displaces(failed_command, command):
+            return True, None  # a look around failed: the pending failure stays the one to fix
     checkout = failure_point(folder) if command else None
     set_failure(db, session_id, call.tool, text, signatures, command, checkout, _now())
     return True, None
@@ -237,17 +246,19 @@ def _close_loop(db: sqlite3.Connection, call: ToolCall, here: _Here) -> bool:
     from .cleaning import clean_command, evident
 
     command = None
-    if here.auto_records and call.command:
+    if call.command:
         patterns_from(os.path.join(here.home, "cache"))
         command = clean_command(call.command)  # redacted before it is stored, as every command
         keep_patterns()
     db.execute("BEGIN IMMEDIATE")
     try:
-        resolved = resolve_in(db, here.session_id, call.tool)
+        resolved = resolve_in(db, here.session_id, call.tool, command)
         if resolved is not None and here.auto_records:
             failed_command, noted, edited = resolved[5:8]
-            # No record when a note was written since (it was just confirmed) or no fix is evident.
-            if not noted and evident(failed_command, command, edited):
+            steps, flaky = resolved[9:11]
+            # No record when a note was written since (it was just confirmed), the failure was
+            # flaky, or no fix is evident.
+            if not noted and not flaky and evident(failed_command, command, edited, steps):
                 queue(db, here.session_id, resolved, command, here.folder, _now())
                 here.finish = True
         db.execute("COMMIT")

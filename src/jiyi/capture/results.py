@@ -37,15 +37,20 @@ def record_tool_result(
     failure's signatures (none for a success).
 
     A failure becomes the session's last failure, with the ``command`` that failed and, when it
-    failed in a git checkout, where (``folder``'s top and HEAD commit: ``git_head``). A success of
-    the tool that failed closes the loop (``Store.resolve_failure``) and, with ``auto_records`` and
-    the session's ``project``, may write an automatic record (``auto_record.write``); any other
+    failed in a git checkout, where (``folder``'s top and HEAD commit: ``git_head``), unless it
+    only looked around while a failing command waits for its fix (``commands.displaces``). A
+    success that runs the failing operation again closes the loop (``Store.resolve_failure``) and,
+    with ``auto_records`` and the session's ``project``, may write an automatic record
+    (``auto_record.write``); a state-changing command is kept as a step of the fix; any other
     success is recorded as the session's activity (its ``last_seen``, set when the session was
     touched) and leaves the last failure in place; the files a successful call ``edited`` are kept
     while a failure is pending.
     """
+    from .cleaning import clean_command, clean_error
+
+    kept = clean_command(command)
     if ok:
-        resolved = store.resolve_failure(session_id, tool)
+        resolved = store.resolve_failure(session_id, tool, kept)
         if resolved is not None and auto_records and project is not None:
             from ..project import environment
             from . import auto_record
@@ -56,11 +61,14 @@ def record_tool_result(
         elif resolved is None and edited:
             store.record_edits(session_id, edited)
         return ()
-    from .cleaning import clean_command, clean_error  # not for a success: most events are one
-
     text = clean_error(error) or f"{tool} failed"
     signatures = signatures_of(text)
-    kept = clean_command(command)
+    state = store.session(session_id)
+    if state is not None and state.last_error is not None:
+        from ..analysis.commands import displaces
+
+        if not displaces(state.last_command, kept):
+            return signatures  # a look around failed: the pending failure stays the one to fix
     checkout = None
     if kept is not None and folder is not None:
         from ..git_head import failure_point

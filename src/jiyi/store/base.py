@@ -101,6 +101,10 @@ class Resolved:
     noted: tuple[str, ...] = ()
     edited: tuple[str, ...] = ()
     checkout: str | None = None
+    # The state-changing commands run since the failure (``analysis/commands.py``); and whether the
+    # same command passed again with nothing edited or run in between (a flaky failure: no fix).
+    steps: tuple[str, ...] = ()
+    flaky: bool = False
 
 
 @dataclass(frozen=True)
@@ -282,14 +286,24 @@ class Store(ABC):
         ``Resolved.edited``."""
 
     @abstractmethod
-    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
-        """``tool`` succeeded: when the session's last failure is one of ``tool`` (names compared
-        case-insensitively), in one transaction the records read in the session since the failure
+    def resolve_failure(self, session_id: str, tool: str, command: str | None = None) -> Resolved | None:
+        """``tool`` succeeded, running ``command`` (as kept: redacted; None for a tool without
+        one): when the session's last failure is one of ``tool`` (names compared
+        case-insensitively) and ``command`` runs its operation again (``store/closing.py``; a
+        state-changing command is kept as a step of the fix instead), in one transaction the
+        records read in the session since the failure
         get ``used_success + 1``, the notes written in it since the failure that share a signature
         with it become ``local_auto`` (``team_verified`` and ``human`` keep their origin), the
         failure is cleared and the session's outcome becomes 成功. None when there was no such
         failure (and nothing changed). The result also names the failure (tool, error, signatures,
-        command, checkout) and what the session did since it (notes written, files edited)."""
+        command, checkout), what the session did since it (notes written, files edited, steps run)
+        and whether it was flaky (the same command passing with nothing changed: its signatures
+        are counted, ``flaky_count``)."""
+
+    @abstractmethod
+    def flaky_count(self, signatures: Iterable[str]) -> int:
+        """How often a failure with one of ``signatures`` passed on a re-run with nothing changed
+        (the largest count of any of them)."""
 
     @abstractmethod
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:

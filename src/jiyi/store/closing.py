@@ -1,9 +1,13 @@
 """Closing the loop: the rules of ``Store.resolve_failure``, written once for both backends.
 
-A success of the tool that failed ends the session's failure: the records read since it get
-``used_success + 1``; the notes written since it that share a signature with it, and are not
-trusted more already, become ``local_auto``; the files edited since it are handed on (for the
-automatic record) and forgotten; the failure is cleared and the outcome becomes 成功. Each backend
+A success of the tool that failed ends the session's failure when it runs the same operation again
+(``analysis/commands.py``: a read-only look or another program's run does not; a state-changing
+command is kept as a step of the fix instead): the records read since it get ``used_success + 1``;
+the notes written since it that share a signature with it, and are not trusted more already,
+become ``local_auto``; the files edited and the steps run since it are handed on (for the automatic
+record) and forgotten; the failure is cleared and the outcome becomes 成功. The same command passing
+with nothing edited or run in between is a flaky failure: its signatures are counted
+(``flaky_failures``), no note is confirmed by it and no record will be written. Each backend
 supplies the statements (:class:`Steps`): ``sqlite/statements.py`` on a bare connection (the hook's
 fast path runs them too), ``postgres/sessions.py`` on a cursor of its team.
 
@@ -36,6 +40,15 @@ if TYPE_CHECKING:
         def take_edits(self, at: str) -> list[str]:
             """The paths edited at or after ``at`` (by time, then path), then forget all the session's edits."""
 
+        def take_steps(self, at: str) -> list[str]:
+            """The steps run at or after ``at`` (in order), then forget all the session's steps."""
+
+        def add_step(self, command: str) -> None:
+            """Keep ``command`` as a step of the pending failure's fix."""
+
+        def count_flaky(self, signatures: list[str]) -> None:
+            """One more flaky pass of each of ``signatures``."""
+
         def clear(self) -> None:
             """Clear the failure; the outcome becomes 成功."""
 
@@ -49,14 +62,36 @@ def pending(last_tool: str | None, failed_at: str | None, tool: str) -> bool:
     return failed_at is not None and (last_tool or "").lower() == tool.lower()
 
 
-def resolve(steps: Steps, tool: str) -> tuple[Any, ...] | None:
+def may_change(failed_command: str | None, command: str | None) -> bool:
+    """A success of ``command`` may change the failure of ``failed_command``: it is not a read-only
+    look (which neither ends it nor is a step of its fix)."""
+    if failed_command is None or command is None:
+        return True
+    from ..analysis.commands import read_only
+
+    return not read_only(command)
+
+
+def resolve(steps: Steps, tool: str, succeeded: str | None = None) -> tuple[Any, ...] | None:
     """``Store.resolve_failure`` through ``steps``: the fields of a ``base.Resolved`` in order (a
     tuple: that class's module is too heavy for the hook); None when the session's last failure is
-    not one of ``tool`` (nothing changed)."""
+    not one of ``tool`` run again by the command that ``succeeded`` (nothing resolved; a command
+    that changed state is kept as a step)."""
     row = steps.failure()
     if row is None or not pending(row[0], row[2], tool):
         return None
     failed_tool, error, since, stored, command, checkout = row
+    if command is not None and succeeded is not None:
+        from ..analysis.commands import CHANGE, SAME, role, same_words
+
+        kind = role(command, succeeded)
+        if kind != SAME:
+            if kind == CHANGE:
+                steps.add_step(succeeded)
+            return None
+        rerun = same_words(command, succeeded)
+    else:
+        rerun = False
     if stored is not None:
         signatures = [str(s) for s in stored]
     else:  # a failure recorded before the signatures were kept
@@ -65,15 +100,19 @@ def resolve(steps: Steps, tool: str) -> tuple[Any, ...] | None:
         signatures = list(analyze(error or "").signatures)
     used = steps.since("session_reads", since)
     steps.count_used(used)
+    edited = steps.take_edits(since)
+    taken = steps.take_steps(since)
+    flaky = rerun and not edited and not taken
     notes = steps.since("session_notes", since)
     confirmed: list[str] = []
-    if notes and signatures:
+    if flaky:
+        steps.count_flaky(signatures)  # nothing changed: a note cannot have been confirmed by it
+    elif notes and signatures:
         found = steps.confirmable(notes, signatures)
         confirmed = [h for h in notes if h in found]
         steps.confirm(confirmed)
-    edited = steps.take_edits(since)
     steps.clear()
     return (
         used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited),
-        checkout,
+        checkout, tuple(taken), flaky,
     )  # fmt: skip

@@ -343,6 +343,29 @@ migration(
 )
 
 
+# sqlite migrations.m012: the state-changing commands a session ran while a failure was pending,
+# and the failures that passed on a re-run with nothing changed (flaky), by signature and team.
+migration(
+    "m010_capture_steps",
+    """
+    CREATE TABLE session_steps (
+        team_id bigint NOT NULL,
+        session_id text NOT NULL,
+        at text NOT NULL,
+        command text NOT NULL
+    );
+    CREATE INDEX session_steps_session ON session_steps (team_id, session_id, at);
+    CREATE TABLE flaky_failures (
+        team_id bigint NOT NULL,
+        sig text NOT NULL,
+        count integer NOT NULL,
+        last_at text NOT NULL,
+        PRIMARY KEY (team_id, sig)
+    );
+    """,
+)
+
+
 def recorded(conn: psycopg.Connection[Any]) -> list[str]:
     """The names ``conn``'s schema (its search_path) recorded, in the order applied; none without
     a ``_migrations``. Reads only."""

@@ -122,19 +122,32 @@ class PgSessions:
                 (now(), wanted, self.team, session_id),
             )
 
-    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
+    def resolve_failure(self, session_id: str, tool: str, command: str | None = None) -> Resolved | None:
         with self.db.cursor() as cur:
-            # Most successes follow no failure: a plain read settles them without locking the row.
+            # Most successes follow no failure, or only look around: a plain read settles them
+            # without locking the row.
             cur.execute(
-                "SELECT last_tool, last_failure_at FROM sessions WHERE team_id = %s AND id = %s",
+                "SELECT last_tool, last_failure_at, last_command FROM sessions WHERE team_id = %s AND id = %s",
                 (self.team, session_id),
             )
             row = cur.fetchone()
-            if row is None or not closing.pending(row[0], row[1], tool):
+            if row is None or not closing.pending(row[0], row[1], tool) or not closing.may_change(row[2], command):
                 return None
         with self.db.cursor() as cur:
-            found = closing.resolve(_Steps(cur, self.team, session_id), tool)
+            found = closing.resolve(_Steps(cur, self.team, session_id), tool, command)
         return None if found is None else Resolved(*found)  # closing.resolve's tuple is its fields in order
+
+    def flaky_count(self, signatures: Iterable[str]) -> int:
+        wanted = list(dict.fromkeys(signatures))
+        if not wanted:
+            return 0
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT coalesce(max(count), 0) FROM flaky_failures WHERE team_id = %s AND sig = ANY(%s)",
+                (self.team, wanted),
+            )
+            row = cur.fetchone()
+            return int(row[0]) if row else 0
 
     def claim_recall(self, session_id: str, hexids: Iterable[str]) -> str | None:
         wanted = list(dict.fromkeys(hexids))
@@ -204,6 +217,29 @@ class _Steps:
             "DELETE FROM session_edits WHERE team_id = %s AND session_id = %s", (self.team, self.session_id)
         )
         return edited
+
+    def take_steps(self, at: str) -> list[str]:
+        # ctid orders two steps of one instant as inserted, as SQLite's rowid does.
+        self.cur.execute(
+            "DELETE FROM session_steps WHERE team_id = %s AND session_id = %s RETURNING at, ctid, command",
+            (self.team, self.session_id),
+        )
+        return [str(r[2]) for r in sorted(self.cur.fetchall(), key=lambda r: (r[0], str(r[1]))) if r[0] >= at]
+
+    def add_step(self, command: str) -> None:
+        self.cur.execute(
+            "INSERT INTO session_steps (team_id, session_id, at, command) SELECT team_id, id, %s, %s FROM sessions "
+            "WHERE team_id = %s AND id = %s AND last_failure_at IS NOT NULL",
+            (now(), command, self.team, self.session_id),
+        )
+
+    def count_flaky(self, signatures: list[str]) -> None:
+        self.cur.execute(
+            "INSERT INTO flaky_failures (team_id, sig, count, last_at) "
+            "SELECT %s, s, 1, %s FROM unnest(%s::text[]) AS u(s) "
+            "ON CONFLICT (team_id, sig) DO UPDATE SET count = flaky_failures.count + 1, last_at = excluded.last_at",
+            (self.team, now(), list(dict.fromkeys(signatures))),
+        )
 
     def clear(self) -> None:
         self.cur.execute(

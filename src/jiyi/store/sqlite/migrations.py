@@ -343,6 +343,26 @@ def m011_forget_refused(db: sqlite3.Connection) -> None:
     _run(db, "CREATE TABLE forget_refused (hex TEXT PRIMARY KEY, purge INTEGER NOT NULL, at TEXT NOT NULL)")
 
 
+@migration
+def m012_capture_steps(db: sqlite3.Connection) -> None:
+    # What a session ran between a failure and its passing re-run that changed state (an install, a
+    # config write: ``capture/operations.py``), kept like ``session_edits`` while the failure is
+    # pending: with the edits, the fix an automatic record names. And the failures that passed on a
+    # re-run with nothing changed (flaky), counted by error signature, never recorded as fixed.
+    _run(
+        db,
+        """
+        CREATE TABLE session_steps (
+            session_id TEXT NOT NULL,
+            at TEXT NOT NULL,
+            command TEXT NOT NULL
+        );
+        CREATE INDEX session_steps_session ON session_steps(session_id, at);
+        CREATE TABLE flaky_failures (sig TEXT PRIMARY KEY, count INTEGER NOT NULL, last_at TEXT NOT NULL)
+        """,
+    )
+
+
 def recorded(db: sqlite3.Connection) -> list[str]:
     """The names ``db``'s ``_migrations`` holds, in the order applied; none without the table."""
     if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone():

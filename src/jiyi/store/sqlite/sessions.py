@@ -30,6 +30,7 @@ def queued(failure_json: str) -> Resolved:
         noted=tuple(failure["noted"]),
         edited=tuple(failure["edited"]),
         checkout=failure.get("checkout"),  # rows queued before it was kept have none
+        steps=tuple(failure.get("steps", ())),
     )
 
 
@@ -125,17 +126,26 @@ class SQLiteSessions(SQLiteConnection):
             with self._write() as db:
                 record_edits(db, session_id, wanted, now())
 
-    def resolve_failure(self, session_id: str, tool: str) -> Resolved | None:
+    def resolve_failure(self, session_id: str, tool: str, command: str | None = None) -> Resolved | None:
         def pending(db: sqlite3.Connection) -> bool:
-            row = db.execute("SELECT last_tool, last_failure_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            return row is not None and closing.pending(row[0], row[1], tool)
+            sql = "SELECT last_tool, last_failure_at, last_command FROM sessions WHERE id = ?"
+            row = db.execute(sql, (session_id,)).fetchone()
+            return row is not None and closing.pending(row[0], row[1], tool) and closing.may_change(row[2], command)
 
-        # Most successes follow no failure: a read settles them without taking the write lock.
+        # Most successes follow no failure, or only look around: a read settles them without
+        # taking the write lock.
         if not self._guard(pending):
             return None
         with self._write() as db:
-            found = resolve_in(db, session_id, tool)
+            found = resolve_in(db, session_id, tool, command)
         return None if found is None else Resolved(*found)  # closing.resolve's tuple is its fields in order
+
+    def flaky_count(self, signatures: Iterable[str]) -> int:
+        wanted = list(dict.fromkeys(signatures))
+        if not wanted:
+            return 0
+        sql = f"SELECT coalesce(max(count), 0) FROM flaky_failures WHERE sig IN ({','.join('?' * len(wanted))})"
+        return int(self._guard(lambda db: db.execute(sql, wanted).fetchone()[0]))
 
     def auto_record_queue(self) -> tuple[int, int]:
         """(automatic records waiting for a finisher, rows given up on after MAX_ATTEMPTS): what

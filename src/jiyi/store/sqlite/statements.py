@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # tests/store/test_sqlite_store.py holds it to: the fast path takes a store whose recorded steps are
 # as many as current, without importing the steps and their registry (~1.3 M instructions, ~0.3 ms
 # of every hook event, measured under callgrind).
-SCHEMA_STEPS = 11
+SCHEMA_STEPS = 12
 # A queued row this old is not being finished by the process started for it (that takes well under
 # a second); the next hook event starts another finisher.
 STALE_SECONDS = 10
@@ -58,6 +58,25 @@ def record_edits(db: sqlite3.Connection, session_id: str, paths: Iterable[str], 
         "WHERE id = ? AND last_failure_at IS NOT NULL "
         "ON CONFLICT(session_id, path) DO UPDATE SET at = excluded.at",
         [(path, at, session_id) for path in dict.fromkeys(p for p in paths if p)],
+    )
+
+
+def record_step(db: sqlite3.Connection, session_id: str, command: str, at: str) -> None:
+    """A state-changing command the session ran (``analysis/commands.py``): kept only while a
+    failure is pending, for ``Resolved.steps``."""
+    db.execute(
+        "INSERT INTO session_steps (session_id, at, command) SELECT id, ?, ? FROM sessions "
+        "WHERE id = ? AND last_failure_at IS NOT NULL",
+        (at, command, session_id),
+    )
+
+
+def count_flaky(db: sqlite3.Connection, signatures: Iterable[str], at: str) -> None:
+    """A failure with ``signatures`` passed on a re-run with nothing changed: one more each."""
+    db.executemany(
+        "INSERT INTO flaky_failures (sig, count, last_at) VALUES (?, 1, ?) "
+        "ON CONFLICT(sig) DO UPDATE SET count = count + 1, last_at = excluded.last_at",
+        [(sig, at) for sig in dict.fromkeys(signatures)],
     )
 
 
@@ -111,6 +130,23 @@ class _Steps:
         self.db.execute("DELETE FROM session_edits WHERE session_id = ?", (self.session_id,))
         return edited
 
+    def take_steps(self, at: str) -> list[str]:
+        steps = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT command FROM session_steps WHERE session_id = ? AND at >= ? ORDER BY at, rowid",
+                (self.session_id, at),
+            )
+        ]
+        self.db.execute("DELETE FROM session_steps WHERE session_id = ?", (self.session_id,))
+        return steps
+
+    def add_step(self, command: str) -> None:
+        record_step(self.db, self.session_id, command, _stamp())
+
+    def count_flaky(self, signatures: list[str]) -> None:
+        count_flaky(self.db, signatures, _stamp())
+
     def clear(self) -> None:
         self.db.execute(
             "UPDATE sessions SET last_tool = NULL, last_error = NULL, last_failure_at = NULL, "
@@ -119,14 +155,25 @@ class _Steps:
         )
 
 
-def resolve_in(db: sqlite3.Connection, session_id: str, tool: str) -> tuple[Any, ...] | None:
+def resolve_in(
+    db: sqlite3.Connection, session_id: str, tool: str, command: str | None = None
+) -> tuple[Any, ...] | None:
     """``Store.resolve_failure`` on ``db`` inside the caller's write transaction, by the rules of
     ``store/closing.py``: the fields of a ``store.base.Resolved`` in order; None when the session's
-    last failure is not one of ``tool`` (nothing changed)."""
+    last failure is not one of ``tool`` run again by ``command`` (nothing resolved)."""
     # Imported here: most hook events close no loop, and each module costs the hook's start.
     from ..closing import resolve
 
-    return resolve(_Steps(db, session_id), tool)
+    return resolve(_Steps(db, session_id), tool, command)
+
+
+def _stamp() -> str:
+    """``records.now()`` without datetime (the fast path runs these statements)."""
+    import time
+
+    stamp = time.time()
+    whole = int(stamp)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{int((stamp - whole) * 1e6):06d}+00:00"
 
 
 def queue(
@@ -134,7 +181,7 @@ def queue(
 ) -> None:
     """Queue the automatic record of ``resolved`` (:func:`resolve_in`'s tuple) in the caller's
     transaction, for a finisher. ``command`` (the succeeding call's) is already redacted."""
-    _, _, tool, error, signatures, failed, notes, edited, checkout = resolved
+    _, _, tool, error, signatures, failed, notes, edited, checkout, steps, _flaky = resolved
     failure = {
         "tool": tool,
         "error": error,
@@ -143,6 +190,7 @@ def queue(
         "noted": list(notes),
         "edited": list(edited),
         "checkout": checkout,  # the failing commit: the record's reproduction is written from it
+        "steps": list(steps),
     }
     db.execute(
         "INSERT INTO auto_record_queue (session_id, failure, command, cwd, queued) VALUES (?, ?, ?, ?, ?)",
