@@ -333,6 +333,50 @@ def test_failure_then_success_closes_the_loop(store: Store) -> None:
     assert store.session("s1").last_error is None  # type: ignore[union-attr]
 
 
+def test_only_the_failing_operation_passing_again_closes_the_loop(store: Store) -> None:
+    store.touch_session("s2", "p", "p")
+    store.set_failure("s2", "Bash", "ModuleNotFoundError: No module named 'yaml'", signatures=["sig:yaml"],
+                      command="pytest tests/test_api.py")  # fmt: skip
+    assert store.resolve_failure("s2", "bash", "ls tests") is None  # a look around
+    assert store.resolve_failure("s2", "bash", "pip show pyyaml") is None
+    assert store.resolve_failure("s2", "bash", "pytest tests/test_other.py") is None  # a sibling
+    assert store.resolve_failure("s2", "bash", "pip install pyyaml") is None  # a step of the fix
+    state = store.session("s2")
+    assert state is not None and state.last_error is not None  # still pending
+    resolved = store.resolve_failure("s2", "bash", "pytest tests/test_api.py")
+    assert resolved is not None and resolved.steps == ("pip install pyyaml",) and not resolved.flaky
+    assert store.flaky_count(["sig:yaml"]) == 0
+
+
+def test_the_same_command_passing_with_nothing_changed_is_flaky(store: Store) -> None:
+    store.touch_session("s3", "p", "p")
+    noted = put(store, made("a note on it"), session_id="s3")
+    store.set_failure("s3", "Bash", "ECONNRESET", signatures=[*noted.signatures, "sig:reset"], command="npm test")
+    put(store, made("noted since", fix=None), session_id="s3")
+    resolved = store.resolve_failure("s3", "bash", "npm  test")  # spacing is no change
+    assert resolved is not None and resolved.flaky and resolved.steps == () and resolved.confirmed == []
+    assert store.flaky_count(["sig:reset"]) == 1
+    store.set_failure("s3", "Bash", "ECONNRESET", signatures=["sig:reset"], command="npm test")
+    assert store.resolve_failure("s3", "bash", "npm test").flaky  # type: ignore[union-attr]
+    assert store.flaky_count(["sig:other", "sig:reset"]) == 2
+    # Something changed in between: not flaky.
+    store.set_failure("s3", "Bash", "ECONNRESET", signatures=["sig:reset"], command="npm test")
+    store.record_edits("s3", ["package.json"])
+    resolved = store.resolve_failure("s3", "bash", "npm test")
+    assert resolved is not None and not resolved.flaky and resolved.edited == ("package.json",)
+    assert store.flaky_count(["sig:reset"]) == 2
+
+
+def test_steps_before_the_failure_met_again_are_not_its_fix(store: Store) -> None:
+    store.touch_session("s4", "p", "p")
+    store.set_failure("s4", "Bash", "E: yaml", signatures=["sig:y"], command="pytest")
+    assert store.resolve_failure("s4", "bash", "pip install yaml") is None  # the wrong package
+    store.set_failure("s4", "Bash", "E: yaml", signatures=["sig:y"], command="pytest")  # still failing
+    assert store.resolve_failure("s4", "bash", "pip install pyyaml") is None
+    resolved = store.resolve_failure("s4", "bash", "pytest")
+    assert resolved is not None and resolved.steps == ("pip install pyyaml",)
+
+
 def test_claim_recall_hands_each_record_once(store: Store) -> None:
     store.touch_session("s1", "p", "p")
     assert store.claim_recall("s1", ["a" * 32, "b" * 32]) == "a" * 32

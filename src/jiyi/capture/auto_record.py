@@ -44,6 +44,8 @@ KEY_MAX = 90
 FILES_SHOWN = 8
 STEPS_KEPT = 5  # the last state-changing commands before the passing re-run
 STEPS_SHOWN = 3
+# pytest's mark before the lines of an error (``E   ModuleNotFoundError: …``): not part of it.
+_PYTEST_MARK = re.compile(r"^E\s+(?=\S)")
 # A wrapper's exit status line (Claude Code's ``Exit code 1``): never the key of a failure.
 _EXIT_STATUS = re.compile(
     r"\s*(?:exit code|exit status|process exited with code|command exited with)[:\s]+-?\d+\s*$", re.I
@@ -75,13 +77,14 @@ def _cut(text: str, limit: int) -> str:
 
 def _fixed_by(changed: bool, after: str | None, steps: Sequence[str], listed: str) -> str:
     """What the title names as the fix: the steps first (what was installed or written is the
-    lesson), then the changed command, then the files edited."""
+    lesson), then the files edited, then the changed command (beside an edit, a flag added to the
+    re-run is more often ``-q`` than the fix)."""
     parts = [" && ".join(steps[-STEPS_SHOWN:])] if steps else []
-    if changed and after is not None:
-        parts.append(after)
     if listed:
         parts.append(f"editing {listed}")
-    return ", then ".join(parts[:1] + [p for p in parts[1:]])
+    if changed and after is not None:
+        parts.append(after)
+    return ", then ".join(parts)
 
 
 def key_of(what: str) -> str:
@@ -91,7 +94,7 @@ def key_of(what: str) -> str:
 
     found = analyze(what).key_lines
     if found:
-        return found[0]
+        return _PYTEST_MARK.sub("", found[0], count=1)
     lines = [line for line in what.splitlines() if line.strip() and not _EXIT_STATUS.match(line)]
     return key_line("\n".join(lines)) or key_line(what) or what
 
