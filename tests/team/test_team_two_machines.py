@@ -162,6 +162,12 @@ def test_the_check_of_a_changed_command_reaches_the_team_and_the_other_machine(
         (written,) = store_of(ma).list_records()
         assert written.fix == Fix("command", command=changed)
         assert written.reproduction is not None and written.reproduction.check == changed
+        # An automatic record stays on its machine until confirmed (docs/spec.md §5): here by a person.
+        assert synced(ma).pushed.sent == 0  # type: ignore[union-attr]
+        from jiyi.capture.curation import approve
+
+        approve(store_of(ma), written.hex)
+        written = store_of(ma).get(written.hex)  # type: ignore[assignment]
         assert synced(ma).pushed.accepted == 1  # type: ignore[union-attr]
         with db.cursor() as cur:  # jsonb keeps the key as it came: no migration needed
             cur.execute("SELECT reproduction FROM records WHERE hex = %s", (written.hex,))

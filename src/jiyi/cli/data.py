@@ -76,10 +76,18 @@ def _lexical_line(state: dict[str, int]) -> str:
 
 
 @click.command("doctor")
+@click.option(
+    "--fix",
+    "fix",
+    is_flag=True,
+    help="Retire automatic records whose fix only read (ls, cat, git status…), as older versions wrote "
+    "them: forgotten (jiyi restore ID brings one back), on the team too.",
+)
 @json_option
-def doctor_command(as_json: bool) -> None:
+def doctor_command(fix: bool, as_json: bool) -> None:
     """Check the store: its path, the migrations applied and pending, and an integrity check."""
     memory = Memory()
+    fixed = _retire(memory, as_json) if fix else None
     path = memory.settings.store_path
     config = user_config_path()
     report: dict[str, object] = {
@@ -89,6 +97,8 @@ def doctor_command(as_json: bool) -> None:
         "store": str(path),
         "ok": False,
     }
+    if fixed is not None:
+        report["fixed"] = fixed
     try:
         store = memory.store
         report["migrations"] = [{"name": n, "applied_at": a} for n, a in store.applied_migrations()]
@@ -134,6 +144,36 @@ def doctor_command(as_json: bool) -> None:
         click.echo("ok" if report["ok"] else "记忆暂不可用")
     if not report["ok"]:
         sys.exit(1)
+
+
+def _retire(memory: Memory, as_json: bool) -> dict[str, object]:
+    """``doctor --fix``: retire what capture before the same-operation rule recorded as a fix
+    (``capture/curation.py``), and tell the team when one was pushed."""
+    from ..capture.curation import retire
+
+    try:
+        done = retire(memory.store)
+    except JiyiError as exc:
+        click.echo(f"doctor --fix: {exc.message}", err=True)
+        return {"error": exc.code}
+    if done.retired and memory.settings.team and isinstance(memory.store, SQLiteStore):
+        try:
+            from ..team.client import forget
+            from ..team.client.http import TeamClient
+
+            with TeamClient.from_settings(memory.settings) as client:
+                forget.send(memory.store, client)
+        except (ImportError, JiyiError) as exc:  # queued: the next sync sends it
+            reason = exc.code if isinstance(exc, JiyiError) else "the team extra is not installed"
+            click.echo(f"the team server is told on the next sync ({reason})", err=True)
+    if not as_json:
+        click.echo(
+            f"fix: {len(done.retired)} of {done.checked} automatic records retired (their fix only read)"
+            + ("; jiyi restore ID brings one back" if done.retired else "")
+        )
+        for record in done.retired:
+            click.echo(f"  retired {record.id}  {record.title}")
+    return {"checked": done.checked, "retired": [r.id for r in done.retired]}
 
 
 @click.command("reindex")

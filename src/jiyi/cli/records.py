@@ -154,10 +154,16 @@ def show_command(ref: str, as_json: bool) -> None:
     with opened() as memory:
         record = _record_or_fail(memory, ref)
         revisions = memory.store.revisions(record.hex)
+        from ..capture.curation import unconfirmed
+
+        flaky = memory.store.flaky_count(record.signatures)
+        waiting = unconfirmed(record)
         if as_json:
             emit_json(
                 {
                     **record_json(record),
+                    "flaky": flaky,
+                    "unconfirmed": waiting,
                     "revisions": [
                         {
                             "revision": r.revision,
@@ -172,6 +178,10 @@ def show_command(ref: str, as_json: bool) -> None:
             )
             return
         click.echo(formats.read_text(record))
+        if flaky:
+            click.echo(f"flaky: its failure passed {flaky} time(s) on a re-run with nothing changed")
+        if waiting:
+            click.echo("unconfirmed: recorded automatically, kept on this machine until confirmed (jiyi approve)")
         click.echo("\n修订记录：")
         for r in revisions:
             click.echo(f"  修订 {r.revision} · {formats.day(r.created)} · {r.change} · {r.snapshot['title']}")
@@ -239,4 +249,32 @@ def _tell_the_team(memory: Any, record: Any, purge: bool) -> None:
         click.echo("forgotten by the team server too; other machines drop it on their next sync")
 
 
-COMMANDS = [search_command, read_command, note_command, list_command, show_command, forget_command]
+@click.command("approve")
+@click.argument("ref")
+def approve_command(ref: str) -> None:
+    """Confirm one of this machine's records as a person: an automatic record waiting for
+    confirmation may then be shared with the team (its origin becomes 人工确认)."""
+    from ..capture.curation import approve
+
+    with opened() as memory:
+        record = _record_or_fail(memory, ref)
+        approved = approve(memory.store, record.hex)
+        click.echo(f"approved {approved.id}: {approved.title}")
+
+
+@click.command("restore")
+@click.argument("ref")
+def restore_command(ref: str) -> None:
+    """Bring a forgotten record back into search and export (a purged one is gone for good)."""
+    from ..capture.curation import restore
+
+    with opened() as memory:
+        record = _record_or_fail(memory, ref, include_forgotten=True)
+        back = restore(memory.store, record.hex)
+        click.echo(f"restored {back.id}: {back.title}")
+
+
+COMMANDS = [
+    search_command, read_command, note_command, list_command, show_command, forget_command, approve_command,
+    restore_command,
+]  # fmt: skip

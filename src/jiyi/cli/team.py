@@ -247,7 +247,10 @@ def status_command(as_json: bool) -> None:
     click.echo(f"team server: {settings.team_url or '(none: set team_url and team_token)'}")
     click.echo(f"team_push: {settings.team_push}")
     click.echo(f"machine: {state.machine}")
-    held = f", {state.held} kept home by team_push" if state.held else ""
+    kept = state.held - state.unconfirmed
+    held = f", {kept} kept home by team_push" if kept else ""
+    if state.unconfirmed:
+        held += f", {state.unconfirmed} automatic waiting for confirmation (jiyi approve ID)"
     failing = f", {state.failing} failed last time" if state.failing else ""
     forgets = f", {state.forgets} forget(s) to send" if state.forgets else ""
     click.echo(f"outbox: {state.pending} pending{held}{failing}{forgets}")

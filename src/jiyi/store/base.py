@@ -204,6 +204,11 @@ class Store(ABC):
     def forget(self, hexid: str) -> bool: ...
 
     @abstractmethod
+    def approve(self, hexid: str) -> bool:
+        """A person confirmed one of this machine's live notes or automatic records: its origin
+        becomes ``human``. False when there is no such record."""
+
+    @abstractmethod
     def purge(self, hexid: str) -> bool: ...
 
     @abstractmethod

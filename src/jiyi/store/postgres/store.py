@@ -256,6 +256,18 @@ class PgStore(PgLexical, PgSessions, Store):
             cur.execute(f"SELECT count(*) FROM records WHERE team_id = %s{flt}", (self.team,))
             return int(cur.fetchone()[0])  # type: ignore[index]
 
+    def approve(self, hexid: str) -> bool:
+        with self.writing() as cur:
+            cur.execute(
+                "UPDATE records SET origin = 'human' WHERE team_id = %s AND hex = %s AND NOT forgotten "
+                "AND NOT remote AND origin IN ('note', 'local_auto')",
+                (self.team, hexid),
+            )
+            if cur.rowcount != 1:
+                return False
+            self.bump(cur, [hexid])
+            return True
+
     def forget(self, hexid: str) -> bool:
         with self.writing() as cur:
             cur.execute(

@@ -266,6 +266,15 @@ class SQLiteStore(SQLiteLexical, SQLiteSearch, SQLiteSessions, Store):
             db.execute("DELETE FROM symbols WHERE hex = ?", (hexid,))
             return True
 
+    def approve(self, hexid: str) -> bool:
+        with self._write() as db:
+            done = db.execute(
+                "UPDATE records SET origin = 'human' WHERE hex = ? AND forgotten = 0 AND remote = 0 "
+                "AND origin IN ('note', 'local_auto')",
+                (hexid,),
+            )
+            return done.rowcount == 1
+
     def purge(self, hexid: str, *, compact: bool = True) -> bool:
         with self._write() as db:
             row = db.execute("SELECT rid FROM records WHERE hex = ?", (hexid,)).fetchone()

@@ -58,7 +58,17 @@ def enable(store: SQLiteStore) -> None:
         set_state(db, "sync", "on")
 
 
-_KEPT_HOME = {"all": "0", "global": "(r.remote = 0 AND r.scope = 'project')", "none": "1"}
+# An automatic record stays on its machine until it is confirmed (docs/spec.md §5): the same fix
+# in a second session (sources ≥ 2), a read of it followed by success (used_success ≥ 1), or a
+# person's approval (``Store.approve``: origin ``human``). Then the triggers' row, held till now, is due.
+UNCONFIRMED = (
+    "(r.origin = 'local_auto' AND coalesce(r.topic_key, '') LIKE 'auto/%' AND r.sources < 2 AND r.used_success < 1)"
+)
+_KEPT_HOME = {
+    "all": UNCONFIRMED,
+    "global": f"((r.remote = 0 AND r.scope = 'project') OR {UNCONFIRMED})",
+    "none": "1",
+}
 
 
 @dataclass
@@ -67,6 +77,7 @@ class Status:
     cursor: int
     pending: int  # rows a push would send under the current team_push
     held: int  # rows team_push keeps home
+    unconfirmed: int  # of those, automatic records waiting for a confirmation
     failing: int  # rows whose last push failed
     forgets: int  # forgets and purges of this machine's records not yet answered (``forget``)
     last_push: str | None
@@ -84,7 +95,7 @@ def status(store: SQLiteStore, team_push: str = "all") -> Status:
     with store.transaction() as db:
         counts = db.execute(
             f"SELECT COALESCE(sum(NOT {home}), 0), COALESCE(sum({home}), 0), "
-            f"COALESCE(sum(o.last_error IS NOT NULL AND NOT {home}), 0) "
+            f"COALESCE(sum(o.last_error IS NOT NULL AND NOT {home}), 0), COALESCE(sum({UNCONFIRMED}), 0) "
             "FROM outbox o JOIN records r ON r.hex = o.hex"
         ).fetchone()
         values = {k: get_state(db, k) for k in ("machine", "cursor", "last_push", "last_pull", "last_error", "sync")}
@@ -95,6 +106,7 @@ def status(store: SQLiteStore, team_push: str = "all") -> Status:
         cursor=int(values["cursor"] or 0),
         pending=int(counts[0]),
         held=int(counts[1]),
+        unconfirmed=int(counts[3]),
         failing=int(counts[2]),
         forgets=forgets,
         last_push=values["last_push"],
