@@ -202,14 +202,18 @@ class Session:
         error: str | None = None,
         command: str | None = None,
         edited: tuple[str, ...] = (),
+        watch_checkout: bool = False,
     ) -> None:
         """Report an agent's tool call (what ``jiyi hook`` and ``jiyi run`` do): a failure becomes
-        the session's last failure (error redacted and capped); a success of the tool that failed
-        closes the loop (records read since get ``used_success += 1``, a matching note written since
-        becomes ``local_auto``, the failure is cleared, the outcome becomes 成功, and with no note
-        and an evident fix — ``command`` differs from the one that failed, or files were
-        ``edited`` in between — an automatic record is written); any other success is recorded as
-        the session's activity and leaves the last failure in place."""
+        the session's last failure (error redacted and capped); a success that runs the failing
+        operation again closes the loop (docs/spec.md §5: records read since get
+        ``used_success += 1``, a matching note written since becomes ``local_auto``, the failure is
+        cleared, the outcome becomes 成功, and with no note and an evident fix — the command
+        changed, state-changing commands ran, or files were ``edited`` in between — an automatic
+        record is written; the same command passing with nothing changed counts as flaky); a
+        state-changing command is kept as a step of the fix; any other success is recorded as the
+        session's activity and leaves the last failure in place. ``watch_checkout`` (``jiyi run``)
+        also counts the files changed in the checkout since the failure as edited."""
         from .capture.results import record_tool_result
 
         record_tool_result(
@@ -223,6 +227,7 @@ class Session:
             project=self.project,
             auto_records=self.settings.auto_records,
             folder=str(self.memory.cwd.resolve()),
+            watch_checkout=watch_checkout,
         )
 
     def _reproduction(self, state: SessionState | None) -> Reproduction | None:

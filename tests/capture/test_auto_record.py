@@ -416,3 +416,23 @@ def test_parse_keeps_the_command_and_the_files_edited() -> None:
 def test_the_topic_comes_from_the_first_signature() -> None:
     assert auto_record.topic_key(("sha256:abc", "sha256:def"), "x") == auto_record.topic_key(("sha256:abc",), "y")
     assert auto_record.topic_key((), "a  b") == auto_record.topic_key((), "a b")
+
+
+def test_jiyi_run_sees_a_fix_made_by_hand_between_the_failure_and_the_re_run(tmp_path: Path, jiyi_home: Path) -> None:
+    repo = tmp_path / "proj"
+    git_repo(repo, {"check.py": CHECK_PY, "notes.txt": "x\n"})
+    (repo / "notes.txt").write_text("changed before the failure\n", encoding="utf-8")  # not part of the fix
+    env = {**os.environ, "JIYI_SESSION_ID": "by-hand"}
+    check = [sys.executable, "check.py"]
+
+    def run() -> int:
+        done = subprocess.run(
+            [sys.executable, "-m", "jiyi", "run", "--", *check], capture_output=True, env=env, cwd=repo, timeout=60
+        )
+        return done.returncode
+
+    assert run() != 0
+    (repo / "mylib.py").write_text("VALUE = 1\n", encoding="utf-8")  # the fix, typed in another shell
+    assert run() == 0
+    record = _only()
+    assert "files: mylib.py" in record.where and "notes.txt" not in record.where

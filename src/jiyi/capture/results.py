@@ -32,6 +32,7 @@ def record_tool_result(
     project: Project | None = None,
     auto_records: bool = True,
     folder: str | None = None,
+    watch_checkout: bool = False,
 ) -> tuple[str, ...]:
     """Record one tool result of a session whose row exists (``touch_session``); returns the
     failure's signatures (none for a success).
@@ -44,12 +45,17 @@ def record_tool_result(
     (``auto_record.write``); a state-changing command is kept as a step of the fix; any other
     success is recorded as the session's activity (its ``last_seen``, set when the session was
     touched) and leaves the last failure in place; the files a successful call ``edited`` are kept
-    while a failure is pending.
+    while a failure is pending. With ``watch_checkout`` (``jiyi run``), what the checkout holds
+    besides its commit is kept with a failure, and a success counts the files changed since as
+    edited: a fix made by hand between a failure and its re-run.
     """
     from .cleaning import clean_command, clean_error
 
     kept = clean_command(command)
     if ok:
+        by_hand = _changed_by_hand(store, session_id) if watch_checkout else []
+        if by_hand:
+            store.record_edits(session_id, by_hand)
         resolved = store.resolve_failure(session_id, tool, kept)
         if resolved is not None and auto_records and project is not None:
             from ..project import environment
@@ -74,8 +80,39 @@ def record_tool_result(
         from ..git_head import failure_point
 
         checkout = failure_point(folder)
+        if watch_checkout and checkout is not None:
+            checkout = _with_worktree(checkout)
     store.set_failure(session_id, tool, text, signatures=signatures, command=kept, checkout=checkout)
     return signatures
+
+
+def _with_worktree(checkout: str) -> str:
+    """The failure point with what its checkout holds besides the commit (``run.worktree_state``)."""
+    import json
+
+    from .run import worktree_state
+
+    point = json.loads(checkout)
+    state = worktree_state(point["top"])
+    if state is not None:
+        point["worktree"] = state
+    return json.dumps(point)
+
+
+def _changed_by_hand(store: Store, session_id: str) -> list[str]:
+    """The files changed in the checkout since the pending failure was met (``jiyi run``)."""
+    import json
+
+    from .run import changed_paths, worktree_state
+
+    state = store.session(session_id)
+    if state is None or state.last_error is None or not state.last_checkout:
+        return []
+    point = json.loads(state.last_checkout)
+    if "worktree" not in point:
+        return []
+    now_state = worktree_state(point["top"])
+    return changed_paths(point["worktree"], now_state) if now_state is not None else []
 
 
 # Proactive recall: the signature look-up's candidates, most trusted first.

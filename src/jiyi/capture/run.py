@@ -1,5 +1,7 @@
 """``jiyi run -- <command>``'s library half: run a command with its output passed through unchanged,
-keeping the tail of it for the session's last failure (the CLI, ``cli/capture.py``, records it).
+keeping the tail of it for the session's last failure (the CLI, ``cli/capture.py``, records it),
+and what the checkout holds besides its commit (:func:`worktree_state`), so a fix made by hand in
+another shell between a failure and its passing re-run is seen as the files it changed.
 """
 
 from __future__ import annotations
@@ -61,6 +63,59 @@ def run(command: list[str], limit: int = MAX_ERROR) -> tuple[int, str]:
     room = limit - len(err) - 1  # what is left for stdout after stderr and the joining newline
     out = _tail(out, room) if room > 0 else ""
     return code, "\n".join(part for part in (out, err) if part)
+
+
+# A checkout with more changed files than this is not watched (the record would name none usefully).
+WATCHED_FILES = 500
+_HASHED_BYTES = 8 * 1024 * 1024
+
+
+def worktree_state(top: str) -> dict[str, str] | None:
+    """The checkout's files that differ from its commit or are untracked (``git status``), each
+    with a digest of its content ("-" when deleted); None outside git, or with more than
+    ``WATCHED_FILES``. Runs git: for ``jiyi run``, never on the hook's path."""
+    import hashlib
+    import os
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", top, "status", "--porcelain=v1", "-z", "--untracked-files=all"],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    entries = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    state: dict[str, str] = {}
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        if entry[0] in "RC":
+            index += 1  # a rename's source path follows
+        path = entry[3:]
+        full = os.path.join(top, path)
+        try:
+            if os.path.getsize(full) > _HASHED_BYTES:
+                digest = f"size:{os.path.getsize(full)}:{os.stat(full).st_mtime_ns}"
+            else:
+                with open(full, "rb") as handle:
+                    digest = hashlib.sha1(handle.read(), usedforsecurity=False).hexdigest()
+        except OSError:
+            digest = "-"
+        state[path] = digest
+        if len(state) > WATCHED_FILES:
+            return None
+    return state
+
+
+def changed_paths(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The files whose state differs between two :func:`worktree_state`s."""
+    return sorted(p for p in {*before, *after} if before.get(p) != after.get(p))
 
 
 def _tail(text: str, limit: int) -> str:

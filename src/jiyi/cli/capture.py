@@ -51,7 +51,11 @@ def run_command(command: tuple[str, ...]) -> None:
 
             with Memory() as memory:
                 memory.session().observe_tool_result(
-                    "bash", ok=code == 0, error=tail if code != 0 else None, command=shlex.join(command)
+                    "bash",
+                    ok=code == 0,
+                    error=tail if code != 0 else None,
+                    command=shlex.join(command),
+                    watch_checkout=True,  # a fix made by hand in another shell is seen
                 )
         except Exception as exc:  # recording never changes what the command did
             click.echo(f"jiyi run: not recorded: {type(exc).__name__}: {exc}", err=True)
