@@ -48,7 +48,7 @@ STEPS_SHOWN = 3
 _PYTEST_MARK = re.compile(r"^E\s+(?=\S)")
 # A wrapper's exit status line (Claude Code's ``Exit code 1``): never the key of a failure.
 _EXIT_STATUS = re.compile(
-    r"\s*(?:exit code|exit status|process exited with code|command exited with)[:\s]+-?\d+\s*$", re.I
+    r"\s*(?:exit code|exit status|process exited with code|command exited with code)[:\s]+-?\d+\s*$", re.I
 )
 
 
