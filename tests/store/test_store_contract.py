@@ -377,6 +377,40 @@ def test_steps_before_the_failure_met_again_are_not_its_fix(store: Store) -> Non
     assert resolved is not None and resolved.steps == ("pip install pyyaml",)
 
 
+def test_interleaved_failures_are_each_closed_by_their_own_re_run(store: Store) -> None:
+    store.touch_session("s5", "p", "p")
+    store.set_failure("s5", "Bash", "E: yaml", signatures=["sig:test"], command="pytest tests/test_api.py")
+    store.record_edits("s5", ["tests/conftest.py"])  # for the tests
+    store.set_failure("s5", "Bash", "TS2307", signatures=["sig:build"], command="npm run build")  # parks pytest
+    assert store.resolve_failure("s5", "bash", "npm i -D @types/node") is None
+    build = store.resolve_failure("s5", "bash", "npm run build")
+    assert build is not None and build.command == "npm run build" and build.steps == ("npm i -D @types/node",)
+    assert build.edited == ()  # the edit was made for the tests, before the build failed
+    state = store.session("s5")  # the tests' failure is pending again
+    assert state is not None and state.last_command == "pytest tests/test_api.py" and state.outcome == "失败"
+    tests = store.resolve_failure("s5", "bash", "pytest tests/test_api.py")
+    assert tests is not None and tests.edited == ("tests/conftest.py",) and tests.signatures == ("sig:test",)
+    assert store.session("s5").last_error is None  # type: ignore[union-attr]
+
+
+def test_a_parked_failure_passing_first_is_closed_and_the_newer_waits(store: Store) -> None:
+    store.touch_session("s6", "p", "p")
+    store.set_failure("s6", "Bash", "E: yaml", signatures=["sig:test"], command="pytest")
+    store.set_failure("s6", "Bash", "cannot find -lz", signatures=["sig:link"], command="make")
+    assert store.resolve_failure("s6", "bash", "pip install pyyaml") is None  # a step of the pending (make)
+    store.set_failure("s6", "Bash", "E: yaml", signatures=["sig:test"], command="pytest -x")  # met again
+    store.record_edits("s6", ["setup.cfg"])
+    tests = store.resolve_failure("s6", "bash", "pytest -x")
+    assert tests is not None and tests.command == "pytest -x" and tests.edited == ("setup.cfg",)
+    state = store.session("s6")
+    assert state is not None and state.last_command == "make"
+    store.set_failure("s6", "Bash", "E: yaml", signatures=["sig:test"], command="pytest")  # parks make again
+    store.record_edits("s6", ["Makefile"])
+    made_ = store.resolve_failure("s6", "bash", "make LDLIBS=-lz")  # crossed: the parked make passes
+    assert made_ is not None and made_.command == "make" and made_.edited == ("Makefile",)
+    assert store.session("s6").last_command == "pytest"  # type: ignore[union-attr]
+
+
 def test_claim_recall_hands_each_record_once(store: Store) -> None:
     store.touch_session("s1", "p", "p")
     assert store.claim_recall("s1", ["a" * 32, "b" * 32]) == "a" * 32

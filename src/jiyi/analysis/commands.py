@@ -334,6 +334,12 @@ def displaces(pending_command: str | None, command: str | None) -> bool:
     return command is not None and not read_only(command)
 
 
+def same_op(before: str | None, after: str | None) -> bool:
+    """Two command lines stand for the same operation (their :func:`main_op`)."""
+    a, b = main_op(before), main_op(after)
+    return a is not None and b is not None and same_operation(a, b)
+
+
 def same_words(before: str | None, after: str | None) -> bool:
     """The same command line word for word (spacing aside)."""
     return before is not None and after is not None and before.split() == after.split()

@@ -28,8 +28,12 @@ _Judge = Callable[[re.Match[str], str], str | None]
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 # A value (quoted or bare) after a key; a lookahead so that finditer goes on scanning inside the
-# value (`url=https://x/?token=…` must still see `token=`).
-_VALUE = r"""(?=(?:"(?P<s1>[^"\n]{1,500})"|'(?P<s2>[^'\n]{1,500})'|(?P<s3>[^\s"'`,;&]{1,500})))"""
+# value (`url=https://x/?token=…` must still see `token=`). ``s0``: a value single-quoted inside a
+# single-quoted shell word, as ``shlex.join`` writes it (`'"'"'value'"'"'`: ``jiyi run``'s command line).
+_VALUE = (
+    r"""(?=(?:'"'"'(?P<s0>[^'\n]{1,500})'"'"'|"(?P<s1>[^"\n]{1,500})"|'(?P<s2>[^'\n]{1,500})'"""
+    r"""|(?P<s3>[^\s"'`,;&]{1,500})))"""
+)
 
 # Distinctive formats: the match itself is the secret (or its group `s`). Each pattern starts with
 # a literal, which lets `re` skip ahead ~10x faster than a leading \b; find_secrets checks the edge.
@@ -200,7 +204,7 @@ def _rules() -> tuple[tuple[re.Pattern[str], str, _Judge | None, bool], ...]:
 
 
 def _span(m: re.Match[str]) -> tuple[int, int]:
-    for name in ("s", "s1", "s2", "s3"):
+    for name in ("s", "s0", "s1", "s2", "s3"):
         if name in m.re.groupindex and m.start(name) >= 0:
             return m.span(name)
     return m.span()

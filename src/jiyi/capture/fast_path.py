@@ -236,7 +236,13 @@ def _quick_apply(
         if not displaces(failed_command, command):
             return True, None  # a look around failed: the pending failure stays the one to fix
     checkout = failure_point(folder) if command else None
-    set_failure(db, session_id, call.tool, text, signatures, command, checkout, _now())
+    db.execute("BEGIN IMMEDIATE")  # parking the pending failure and taking its place are one change
+    try:
+        set_failure(db, session_id, call.tool, text, signatures, command, checkout, _now())
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
     return True, None
 
 

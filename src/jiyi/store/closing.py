@@ -1,5 +1,9 @@
 """Closing the loop: the rules of ``Store.resolve_failure``, written once for both backends.
 
+A failure of another command parks the pending one (at most ``PARKED``), which is pending again
+once the newer is resolved, or is resolved itself when its own operation passes: interleaved failures
+are each closed by their own re-run.
+
 A success of the tool that failed ends the session's failure when it runs the same operation again
 (``analysis/commands.py``: a read-only look or another program's run does not; a state-changing
 command is kept as a step of the fix instead): the records read since it get ``used_success + 1``;
@@ -38,10 +42,20 @@ if TYPE_CHECKING:
             """Make their origin ``local_auto``."""
 
         def take_edits(self, at: str) -> list[str]:
-            """The paths edited at or after ``at`` (by time, then path), then forget all the session's edits."""
+            """The paths edited at or after ``at`` (by time, then path), forgotten now."""
 
         def take_steps(self, at: str) -> list[str]:
-            """The steps run at or after ``at`` (in order), then forget all the session's steps."""
+            """The steps run at or after ``at`` (in order), forgotten now."""
+
+        def parked(self) -> list[tuple[int, str | None]]:
+            """The session's parked failures, newest first: (id, command)."""
+
+        def swap(self, parked: int) -> None:
+            """Park the pending failure and make the parked one ``parked`` pending in its place."""
+
+        def unpark(self) -> None:
+            """Make the newest parked failure pending again (its outcome 失败); with none left,
+            forget what the session's edits and steps kept for older failures."""
 
         def add_step(self, command: str) -> None:
             """Keep ``command`` as a step of the pending failure's fix."""
@@ -60,6 +74,29 @@ KEPT_ORIGINS = ("local_auto", "team_verified", "human")
 def pending(last_tool: str | None, failed_at: str | None, tool: str) -> bool:
     """The session's last failure is one of ``tool`` (names compared case-insensitively)."""
     return failed_at is not None and (last_tool or "").lower() == tool.lower()
+
+
+# A session keeps at most this many failures of other operations waiting behind the pending one.
+PARKED = 3
+
+
+def parks(pending_command: str | None, command: str | None) -> bool:
+    """A new failure of ``command`` parks the pending failure of ``pending_command`` rather than
+    replacing it: both are commands of different operations (interleaved failures)."""
+    if pending_command is None or command is None:
+        return False
+    from ..analysis.commands import same_op
+
+    return not same_op(pending_command, command)
+
+
+def superseded(parked_command: str | None, command: str | None) -> bool:
+    """A parked failure of ``parked_command`` is met again as the new failure of ``command``."""
+    if parked_command is None or command is None:
+        return False
+    from ..analysis.commands import same_op
+
+    return same_op(parked_command, command)
 
 
 def may_change(failed_command: str | None, command: str | None) -> bool:
@@ -86,9 +123,16 @@ def resolve(steps: Steps, tool: str, succeeded: str | None = None) -> tuple[Any,
 
         kind = role(command, succeeded)
         if kind != SAME:
-            if kind == CHANGE:
-                steps.add_step(succeeded)
-            return None
+            # Interleaved failures: a parked one whose operation this is passes now.
+            waiting = next((i for i, c in steps.parked() if c is not None and role(c, succeeded) == SAME), None)
+            if waiting is None:
+                if kind == CHANGE:
+                    steps.add_step(succeeded)
+                return None
+            steps.swap(waiting)
+            row = steps.failure()
+            assert row is not None
+            failed_tool, error, since, stored, command, checkout = row
         rerun = same_words(command, succeeded)
     else:
         rerun = False
@@ -112,6 +156,7 @@ def resolve(steps: Steps, tool: str, succeeded: str | None = None) -> tuple[Any,
         confirmed = [h for h in notes if h in found]
         steps.confirm(confirmed)
     steps.clear()
+    steps.unpark()
     return (
         used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited),
         checkout, tuple(taken), flaky,

@@ -344,7 +344,8 @@ migration(
 
 
 # sqlite migrations.m012: the state-changing commands a session ran while a failure was pending,
-# and the failures that passed on a re-run with nothing changed (flaky), by signature and team.
+# the failures of other operations a newer one took the place of (parked), and the failures that
+# passed on a re-run with nothing changed (flaky), by signature and team.
 migration(
     "m010_capture_steps",
     """
@@ -355,6 +356,18 @@ migration(
         command text NOT NULL
     );
     CREATE INDEX session_steps_session ON session_steps (team_id, session_id, at);
+    CREATE TABLE session_parked (
+        id bigserial PRIMARY KEY,
+        team_id bigint NOT NULL,
+        session_id text NOT NULL,
+        tool text,
+        error text NOT NULL,
+        failed_at text NOT NULL,
+        signatures jsonb,
+        command text,
+        checkout text
+    );
+    CREATE INDEX session_parked_session ON session_parked (team_id, session_id, id);
     CREATE TABLE flaky_failures (
         team_id bigint NOT NULL,
         sig text NOT NULL,

@@ -100,6 +100,8 @@ class PgSessions:
     ) -> None:
         sigs = Jsonb(list(dict.fromkeys(signatures))) if error else None
         with self.db.cursor() as cur:
+            if error:
+                self._park(cur, session_id, command)
             cur.execute(
                 "UPDATE sessions SET last_tool = %s, last_error = %s, last_failure_at = %s, last_signatures = %s, "
                 "last_command = %s, last_checkout = %s, outcome = CASE WHEN %s THEN '失败' ELSE outcome END "
@@ -107,6 +109,36 @@ class PgSessions:
                 (tool, error, now() if error else None, sigs, command if error else None, checkout if error else None,
                  bool(error), self.team, session_id),
             )  # fmt: skip
+
+    def _park(self, cur: Cursor, session_id: str, command: str | None) -> None:
+        """sqlite/statements.py's ``_park``: a failure of another operation parks the pending one."""
+        cur.execute(
+            f"SELECT {_FAILURE_COLUMNS} FROM sessions WHERE team_id = %s AND id = %s FOR UPDATE",
+            (self.team, session_id),
+        )
+        pending = cur.fetchone()
+        cur.execute(
+            "SELECT id, command FROM session_parked WHERE team_id = %s AND session_id = %s", (self.team, session_id)
+        )
+        parked = cur.fetchall()
+        if not parked and (pending is None or pending[2] is None or pending[4] is None or command is None):
+            return
+        gone = [int(i) for i, parked_command in parked if closing.superseded(parked_command, command)]
+        if gone:
+            cur.execute("DELETE FROM session_parked WHERE id = ANY(%s)", (gone,))
+        if pending is not None and pending[2] is not None and closing.parks(pending[4], command):
+            row = list(pending)
+            row[3] = Jsonb(row[3]) if row[3] is not None else None
+            cur.execute(
+                f"INSERT INTO session_parked (team_id, session_id, {_PARKED_COLUMNS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (self.team, session_id, *row),
+            )
+            cur.execute(
+                "DELETE FROM session_parked WHERE team_id = %s AND session_id = %s AND id NOT IN "
+                "(SELECT id FROM session_parked WHERE team_id = %s AND session_id = %s ORDER BY id DESC LIMIT %s)",
+                (self.team, session_id, self.team, session_id, closing.PARKED),
+            )
 
     def record_edits(self, session_id: str, paths: Iterable[str]) -> None:
         wanted = list(dict.fromkeys(p for p in paths if p))
@@ -165,6 +197,10 @@ class PgSessions:
             return None
 
 
+_FAILURE_COLUMNS = "last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout"
+_PARKED_COLUMNS = "tool, error, failed_at, signatures, command, checkout"
+
+
 class _Steps:
     """``closing.Steps`` on a cursor of one team, the session's row locked first."""
 
@@ -214,17 +250,51 @@ class _Steps:
         )
         edited = [r[0] for r in self.cur.fetchall()]
         self.cur.execute(
-            "DELETE FROM session_edits WHERE team_id = %s AND session_id = %s", (self.team, self.session_id)
+            "DELETE FROM session_edits WHERE team_id = %s AND session_id = %s AND at >= %s",
+            (self.team, self.session_id, at),
         )
         return edited
 
     def take_steps(self, at: str) -> list[str]:
         # ctid orders two steps of one instant as inserted, as SQLite's rowid does.
         self.cur.execute(
-            "DELETE FROM session_steps WHERE team_id = %s AND session_id = %s RETURNING at, ctid, command",
+            "DELETE FROM session_steps WHERE team_id = %s AND session_id = %s AND at >= %s RETURNING at, ctid, command",
+            (self.team, self.session_id, at),
+        )
+        return [str(r[2]) for r in sorted(self.cur.fetchall(), key=lambda r: (r[0], str(r[1])))]
+
+    def parked(self) -> list[tuple[int, str | None]]:
+        self.cur.execute(
+            "SELECT id, command FROM session_parked WHERE team_id = %s AND session_id = %s ORDER BY id DESC",
             (self.team, self.session_id),
         )
-        return [str(r[2]) for r in sorted(self.cur.fetchall(), key=lambda r: (r[0], str(r[1]))) if r[0] >= at]
+        return [(int(r[0]), r[1]) for r in self.cur.fetchall()]
+
+    def _restore(self, parked: int) -> None:
+        self.cur.execute(
+            f"UPDATE sessions SET ({_FAILURE_COLUMNS}, outcome) = "
+            f"(SELECT {_PARKED_COLUMNS}, '失败' FROM session_parked WHERE id = %s) WHERE team_id = %s AND id = %s",
+            (parked, self.team, self.session_id),
+        )
+        self.cur.execute("DELETE FROM session_parked WHERE id = %s", (parked,))
+
+    def swap(self, parked: int) -> None:
+        self.cur.execute(
+            f"INSERT INTO session_parked (team_id, session_id, {_PARKED_COLUMNS}) "
+            f"SELECT team_id, id, {_FAILURE_COLUMNS} FROM sessions WHERE team_id = %s AND id = %s",
+            (self.team, self.session_id),
+        )
+        self._restore(parked)
+
+    def unpark(self) -> None:
+        waiting = self.parked()
+        if waiting:
+            self._restore(waiting[0][0])
+            return
+        for table in ("session_edits", "session_steps"):
+            self.cur.execute(
+                f"DELETE FROM {table} WHERE team_id = %s AND session_id = %s", (self.team, self.session_id)
+            )
 
     def add_step(self, command: str) -> None:
         self.cur.execute(

@@ -346,9 +346,11 @@ def m011_forget_refused(db: sqlite3.Connection) -> None:
 @migration
 def m012_capture_steps(db: sqlite3.Connection) -> None:
     # What a session ran between a failure and its passing re-run that changed state (an install, a
-    # config write: ``capture/operations.py``), kept like ``session_edits`` while the failure is
-    # pending: with the edits, the fix an automatic record names. And the failures that passed on a
-    # re-run with nothing changed (flaky), counted by error signature, never recorded as fixed.
+    # config write: ``analysis/commands.py``), kept like ``session_edits`` while the failure is
+    # pending: with the edits, the fix an automatic record names. The failures of other operations
+    # a newer failure took the place of (parked, at most ``statements.PARKED``), so interleaved
+    # failures are each closed by their own re-run. And the failures that passed on a re-run with
+    # nothing changed (flaky), counted by error signature, never recorded as fixed.
     _run(
         db,
         """
@@ -358,6 +360,17 @@ def m012_capture_steps(db: sqlite3.Connection) -> None:
             command TEXT NOT NULL
         );
         CREATE INDEX session_steps_session ON session_steps(session_id, at);
+        CREATE TABLE session_parked (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            tool TEXT,
+            error TEXT NOT NULL,
+            failed_at TEXT NOT NULL,
+            signatures TEXT,
+            command TEXT,
+            checkout TEXT
+        );
+        CREATE INDEX session_parked_session ON session_parked(session_id, id);
         CREATE TABLE flaky_failures (sig TEXT PRIMARY KEY, count INTEGER NOT NULL, last_at TEXT NOT NULL)
         """,
     )

@@ -40,14 +40,42 @@ def set_failure(
     checkout: str | None,
     at: str,
 ) -> None:
-    """``Store.set_failure``'s statement: an error of None clears the failure."""
+    """``Store.set_failure``'s statements (in the caller's transaction): an error of None clears
+    the failure; a failure of another operation parks the pending one (``closing.parks``)."""
     sigs = json.dumps(list(dict.fromkeys(signatures))) if error else None
+    if error:
+        _park(db, session_id, command)
     db.execute(
         "UPDATE sessions SET last_tool = ?, last_error = ?, last_failure_at = ?, last_signatures = ?, "
         "last_command = ?, last_checkout = ?, outcome = CASE WHEN ? THEN '失败' ELSE outcome END WHERE id = ?",
         (tool, error, at if error else None, sigs, command if error else None, checkout if error else None,
          bool(error), session_id),
     )  # fmt: skip
+
+
+_FAILURE_COLUMNS = "last_tool, last_error, last_failure_at, last_signatures, last_command, last_checkout"
+_PARKED_COLUMNS = "tool, error, failed_at, signatures, command, checkout"
+
+
+def _park(db: sqlite3.Connection, session_id: str, command: str | None) -> None:
+    pending = db.execute(f"SELECT {_FAILURE_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    parked = db.execute("SELECT id, command FROM session_parked WHERE session_id = ?", (session_id,)).fetchall()
+    if not parked and (pending is None or pending[2] is None or pending[4] is None or command is None):
+        return  # the common case, decided without the closing rules
+    from ..closing import PARKED, parks, superseded
+
+    gone = [(i,) for i, parked_command in parked if superseded(parked_command, command)]
+    db.executemany("DELETE FROM session_parked WHERE id = ?", gone)  # met again: the new failure is it
+    if pending is not None and pending[2] is not None and parks(pending[4], command):
+        db.execute(
+            f"INSERT INTO session_parked (session_id, {_PARKED_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (session_id, *pending),
+        )
+        db.execute(
+            "DELETE FROM session_parked WHERE session_id = ? AND id NOT IN "
+            "(SELECT id FROM session_parked WHERE session_id = ? ORDER BY id DESC LIMIT ?)",
+            (session_id, session_id, PARKED),
+        )
 
 
 def record_edits(db: sqlite3.Connection, session_id: str, paths: Iterable[str], at: str) -> None:
@@ -127,7 +155,7 @@ class _Steps:
                 (self.session_id, at),
             )
         ]
-        self.db.execute("DELETE FROM session_edits WHERE session_id = ?", (self.session_id,))
+        self.db.execute("DELETE FROM session_edits WHERE session_id = ? AND at >= ?", (self.session_id, at))
         return edited
 
     def take_steps(self, at: str) -> list[str]:
@@ -138,8 +166,36 @@ class _Steps:
                 (self.session_id, at),
             )
         ]
-        self.db.execute("DELETE FROM session_steps WHERE session_id = ?", (self.session_id,))
+        self.db.execute("DELETE FROM session_steps WHERE session_id = ? AND at >= ?", (self.session_id, at))
         return steps
+
+    def parked(self) -> list[tuple[int, str | None]]:
+        sql = "SELECT id, command FROM session_parked WHERE session_id = ? ORDER BY id DESC"
+        return [(int(r[0]), r[1]) for r in self.db.execute(sql, (self.session_id,))]
+
+    def _restore(self, parked: int) -> None:
+        self.db.execute(
+            f"UPDATE sessions SET ({_FAILURE_COLUMNS}, outcome) = "
+            f"(SELECT {_PARKED_COLUMNS}, '失败' FROM session_parked WHERE id = ?) WHERE id = ?",
+            (parked, self.session_id),
+        )
+        self.db.execute("DELETE FROM session_parked WHERE id = ?", (parked,))
+
+    def swap(self, parked: int) -> None:
+        self.db.execute(
+            f"INSERT INTO session_parked (session_id, {_PARKED_COLUMNS}) "
+            f"SELECT id, {_FAILURE_COLUMNS} FROM sessions WHERE id = ?",
+            (self.session_id,),
+        )
+        self._restore(parked)
+
+    def unpark(self) -> None:
+        waiting = self.parked()
+        if waiting:
+            self._restore(waiting[0][0])
+            return
+        for table in ("session_edits", "session_steps"):
+            self.db.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
 
     def add_step(self, command: str) -> None:
         record_step(self.db, self.session_id, command, _stamp())
