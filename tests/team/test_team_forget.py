@@ -133,3 +133,45 @@ def test_a_forget_the_server_refuses_is_not_sent_again_and_status_names_it_until
     assert runner.invoke(main, ["team", "sync"]).exit_code == 0
     assert json.loads(runner.invoke(main, ["team", "status", "--json"]).stdout)["refused_forgets"] == []
     assert "refused" not in runner.invoke(main, ["team", "status"]).stdout
+
+
+@pytest.mark.postgres
+def test_doctor_fix_takes_the_pushed_copies_of_retired_records_out_of_the_team(
+    pg_schema: tuple[str, str], tmp_path: Path
+) -> None:
+    """A store written by the main before the same-operation rule pushed its automatic records
+    (``ls tests`` as a fix included); ``jiyi doctor --fix`` retires them here and on the server."""
+    pytest.importorskip("psycopg")
+    import shutil
+
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+    from jiyi.store.postgres.database import PgDatabase
+    from jiyi.team.client.http import TeamClient
+    from jiyi.team.server.app import create_app
+
+    dsn, schema = pg_schema
+    home = tmp_path / "a"
+    home.mkdir()
+    shutil.copy(Path(__file__).resolve().parent.parent / "data" / "store-main-capture.sqlite", home / "jiyi.db")
+    with PgDatabase(dsn, schema=schema) as db:
+        db.create_team("alpha")
+        with serving(create_app(db, rate_per_minute=0)) as url:
+            token = db.create_token("alpha", "alice")
+            settings = machine(tmp_path, "a", url, token)
+            with Memory(settings=settings) as memory, TeamClient.from_settings(settings) as client:
+                store = memory.store
+                assert isinstance(store, SQLiteStore)
+                outbox.enable(store)
+                with store.transaction() as conn:  # pushed as that main did: nothing held them back
+                    lines = [outbox.wire_line(store, conn, r) for r in store.list_records()]
+                assert len(client.push("old-main", lines)["accepted"]) == 4
+            env = {"JIYI_HOME": str(home), "JIYI_TEAM_URL": url, "JIYI_TEAM_TOKEN": token}
+            result = CliRunner().invoke(main, ["doctor", "--fix"], env=env, prog_name="jiyi")
+            assert result.exit_code == 0, result.output
+            assert "fix: 3 of 4 automatic records retired" in result.output
+            with db.cursor() as cur:
+                cur.execute("SELECT title FROM records WHERE team_id = %s AND NOT forgotten", (db.team_id("alpha"),))
+                live = [r[0] for r in cur.fetchall()]
+            assert len(live) == 1 and live[0].endswith("fixed by cc -o app main.c -lz")
