@@ -226,6 +226,29 @@ def test_gemini_reads_tool_response_error() -> None:
     assert event is not None and event.call == hook_events.ToolCall("bash", True, None)
 
 
+def test_gemini_shell_failures_are_read_from_llm_content() -> None:
+    # run_shell_command reports a command's end in llmContent alone (Gemini CLI docs/tools/shell.md).
+    payload = {
+        "hook_event_name": "AfterTool",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": "tox -e py310"},
+        "tool_response": {
+            "llmContent": "Output: ImportError: cannot import name 'soft_unicode' from 'markupsafe'\nExit Code: 1\n"
+            "Process Group PGID: 46852",
+            "returnDisplay": "ImportError: cannot import name 'soft_unicode' from 'markupsafe'",
+        },
+    }
+    event = hook_events.parse("gemini", payload)
+    assert event is not None and event.call == hook_events.ToolCall(
+        "bash", False, "exit code 1\nImportError: cannot import name 'soft_unicode' from 'markupsafe'", "tox -e py310"
+    )
+    payload["tool_response"] = {"llmContent": "Output: ok\nExit Code: 0\nProcess Group PGID: 1", "returnDisplay": "ok"}
+    assert hook_events.parse("gemini", payload).call.ok  # type: ignore[union-attr]
+    # A file that holds the words is no failure: only a shell tool's response is read so.
+    read = {**payload, "tool_name": "read_file", "tool_response": {"llmContent": "Exit Code: 1\n"}}
+    assert hook_events.parse("gemini", read).call.ok  # type: ignore[union-attr]
+
+
 def test_an_interrupted_bash_call_is_a_failure() -> None:
     response = {"stdout": "", "stderr": "", "interrupted": True}
     event = hook_events.parse(

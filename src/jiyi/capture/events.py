@@ -42,6 +42,12 @@ _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code")
 # re is no cost here: json has imported it.
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 _EXIT_LINE = re.compile(r"\s*(?:exit code|exit status|process exited with code)[:\s]+(-?\d+)", re.IGNORECASE)
+# Gemini CLI's run_shell_command reports a command's end in ``llmContent`` alone, as lines
+# ``Command: …``, ``Directory: …``, ``Output: …``, ``Error: …``, ``Exit Code: N``, ``Signal: …``,
+# ``Background PIDs: …``, ``Process Group PGID: …`` (its docs/tools/shell.md); ``error`` is set
+# only when the command could not start.
+_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+_GEMINI_META = re.compile(r"^(?:Command|Directory|Exit Code|Signal|Background PIDs|Process Group PGID): ", re.MULTILINE)
 
 
 class ToolCall:
@@ -119,8 +125,9 @@ def _exit_code(response: Any) -> int | None:
     return _exit_code(response.get("metadata")) if "metadata" in response else None
 
 
-def response_failure(response: Any) -> str | None:
-    """The error text when a tool response shows a failure; None when it shows success."""
+def response_failure(response: Any, *, shell: bool = False) -> str | None:
+    """The error text when a tool response shows a failure; None when it shows success. A
+    ``shell`` tool's response may report its exit code in Gemini CLI's ``llmContent`` lines."""
     if isinstance(response, str):
         stripped = response.lstrip()
         if stripped.startswith("{"):
@@ -136,6 +143,13 @@ def response_failure(response: Any) -> str | None:
     error = response.get("error")
     if error:
         return _text(error) or "error"
+    content = response.get("llmContent")
+    if shell and isinstance(content, str) and (found := _GEMINI_EXIT.search(content)) is not None:
+        if int(found.group(1)) == 0:
+            return None
+        kept = [line for line in content.splitlines() if not _GEMINI_META.match(line)]
+        output = "\n".join(kept).replace("Output: ", "", 1).strip()
+        return "\n".join(part for part in (f"exit code {found.group(1)}", output) if part)
     if response.get("is_error") is True or response.get("isError") is True:
         return _text(response.get("content")) or "error"
     stdout = _text(response.get("stdout") if "stdout" in response else response.get("output"))
@@ -178,7 +192,7 @@ def parse(agent: str, payload: Any) -> Event | None:
         if not error and payload.get("is_interrupt") is True:
             return None  # the user stopped the tool: no failure of the tool's own
         return Event(name, session_id, cwd, ToolCall(tool, False, error or f"{tool} failed", command))
-    failure = response_failure(payload.get("tool_response", payload.get("tool_result")))
+    failure = response_failure(payload.get("tool_response", payload.get("tool_result")), shell=tool == "bash")
     edited = edited_files(raw, tool_input) if failure is None else ()
     return Event(name, session_id, cwd, ToolCall(tool, failure is None, failure, command, edited))
 
