@@ -44,6 +44,7 @@ CASES = [
     ("tsc --noEmit", "npx tsc --noEmit", SAME),
     ("pytest", "timeout 60 pytest -x", SAME),
     ("python app.py", "FLASK_ENV=dev python app.py --debug", SAME),
+    ("./build.sh", "bash ./build.sh", SAME),
     # A change of state between the failure and its re-run: a step of the fix.
     ("pytest tests/test_api.py", "pip install pyyaml", CHANGE),
     ("npm run build", "npm i -D @types/node", CHANGE),

@@ -388,8 +388,11 @@ def test_interleaved_failures_are_each_closed_by_their_own_re_run(store: Store) 
     assert build.edited == ()  # the edit was made for the tests, before the build failed
     state = store.session("s5")  # the tests' failure is pending again
     assert state is not None and state.last_command == "pytest tests/test_api.py" and state.outcome == "失败"
+    # The build's automatic record is written in the session: no note of the tests' failure.
+    put(store, made("TS2307 — fixed by npm i", origin="local_auto", topic_key="auto/0123456789ab"), session_id="s5")
     tests = store.resolve_failure("s5", "bash", "pytest tests/test_api.py")
     assert tests is not None and tests.edited == ("tests/conftest.py",) and tests.signatures == ("sig:test",)
+    assert tests.noted == ()
     assert store.session("s5").last_error is None  # type: ignore[union-attr]
 
 

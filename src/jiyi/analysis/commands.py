@@ -46,6 +46,7 @@ _RUNNERS = {
     "bundle": ("exec",), "pnpm": ("exec", "dlx"), "yarn": ("dlx", "exec"), "conda": ("run",), "rye": ("run",),
     "docker-compose": (), "mise": ("exec", "x"), "direnv": ("exec",),
 }  # fmt: skip
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _PYTHONS = ("python", "python3", "python2", "py", "pypy", "pypy3")
 _NAVIGATION = frozenset({"cd", "pushd", "popd", "source", ".", "set", "true", ":", "clear", "sleep", "wait"})
 
@@ -220,6 +221,9 @@ def _op(words: list[str], writes: bool) -> Op | None:
             continue
         if name in _PYTHONS and len(words) > 2 and words[1] == "-m":
             words = words[2:]
+            continue
+        if name in _SHELLS and len(words) > 1 and not words[1].startswith("-"):
+            words = words[1:]  # ``bash ./build.sh`` runs ./build.sh
             continue
         break
     if not words:

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
         def count_used(self, hexes: list[str]) -> None: ...
 
+        def notes_since(self, at: str) -> list[str]:
+            """Hexes of the notes the session wrote or revised at or after ``at``, in order: not
+            the automatic records capture wrote in it (another failure's, once failures interleave)."""
+
         def confirmable(self, notes: list[str], signatures: list[str]) -> set[str]:
             """Of ``notes``, the live ones with one of ``signatures`` whose origin is not in ``KEPT_ORIGINS``."""
 
@@ -147,7 +151,7 @@ def resolve(steps: Steps, tool: str, succeeded: str | None = None) -> tuple[Any,
     edited = steps.take_edits(since)
     taken = steps.take_steps(since)
     flaky = rerun and not edited and not taken
-    notes = steps.since("session_notes", since)
+    notes = steps.notes_since(since)
     confirmed: list[str] = []
     if flaky:
         steps.count_flaky(signatures)  # nothing changed: a note cannot have been confirmed by it

@@ -223,6 +223,16 @@ class _Steps:
         )
         return [r[0] for r in self.cur.fetchall()]
 
+    def notes_since(self, at: str) -> list[str]:
+        self.cur.execute(
+            "SELECT n.hex FROM session_notes n LEFT JOIN records r ON r.team_id = n.team_id AND r.hex = n.hex "
+            "WHERE n.team_id = %s AND n.session_id = %s AND COALESCE(n.last_at, n.at) >= %s "
+            "AND NOT (COALESCE(r.origin, '') = 'local_auto' AND COALESCE(r.topic_key, '') LIKE 'auto/%%') "
+            "ORDER BY n.at, n.hex",
+            (self.team, self.session_id, at),
+        )
+        return [r[0] for r in self.cur.fetchall()]
+
     def count_used(self, hexes: list[str]) -> None:
         self.cur.execute(
             "UPDATE records SET used_success = used_success + 1 WHERE team_id = %s AND hex = ANY(%s)",

@@ -130,6 +130,14 @@ class _Steps:
         sql = f"SELECT hex FROM {table} WHERE session_id = ? AND COALESCE(last_at, at) >= ? ORDER BY at"
         return [r[0] for r in self.db.execute(sql, (self.session_id, at))]
 
+    def notes_since(self, at: str) -> list[str]:
+        sql = (
+            "SELECT n.hex FROM session_notes n LEFT JOIN records r ON r.hex = n.hex "
+            "WHERE n.session_id = ? AND COALESCE(n.last_at, n.at) >= ? "
+            "AND NOT (COALESCE(r.origin, '') = 'local_auto' AND COALESCE(r.topic_key, '') LIKE 'auto/%') ORDER BY n.at"
+        )
+        return [r[0] for r in self.db.execute(sql, (self.session_id, at))]
+
     def count_used(self, hexes: list[str]) -> None:
         self.db.executemany("UPDATE records SET used_success = used_success + 1 WHERE hex = ?", [(h,) for h in hexes])
 
