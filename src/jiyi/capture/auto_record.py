@@ -88,14 +88,24 @@ def _fixed_by(changed: bool, after: str | None, steps: Sequence[str], listed: st
 
 
 def key_of(what: str) -> str:
-    """The failure's key error line: its first key line (``analysis.signature``), else its first
-    line that is not a wrapper's exit status (``Exit code 1``), which says nothing of the failure."""
+    """The failure's key error line: its first key line (``analysis.signature``) that says what went
+    wrong (an exception, or a word of ``signature_rules.WEAK``: ``npm ERR! Linux 3.16`` is a key
+    line by its prefix but only a banner), else the first line of the text that does, else the
+    first key line; never a wrapper's exit status (``Exit code 1``), which says nothing of it."""
     from ..analysis.signature import analyze, key_line
+    from ..analysis.signature_rules import EXCEPTION, WEAK
+
+    def telling(line: str) -> bool:
+        content = _PYTEST_MARK.sub("", line.strip(), count=1)
+        return bool(EXCEPTION.match(content) or WEAK.search(content.lower()))
 
     found = analyze(what).key_lines
-    if found:
-        return _PYTEST_MARK.sub("", found[0], count=1)
     lines = [line for line in what.splitlines() if line.strip() and not _EXIT_STATUS.match(line)]
+    chosen = next((k for k in found if telling(k)), None)
+    if chosen is None and found:
+        chosen = next((line.strip() for line in lines if telling(line)), found[0])
+    if chosen is not None:
+        return _PYTEST_MARK.sub("", chosen, count=1)
     return key_line("\n".join(lines)) or key_line(what) or what
 
 
