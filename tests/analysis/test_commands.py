@@ -26,6 +26,9 @@ CASES = [
     ("go build ./...", "go env GOPATH", READ_ONLY),
     ("docker build -t app .", "docker images", READ_ONLY),
     ("cargo build", "cargo tree -i serde", READ_ONLY),
+    ("npm install", "npm config get proxy", READ_ONLY),
+    ("pip install -r requirements.txt", "pip config list", READ_ONLY),
+    ("pytest", "git config --get user.name", READ_ONLY),
     # The same operation: the same program keeping every positional word.
     ("pytest tests/test_api.py", "pytest tests/test_api.py", SAME),
     ("pytest tests/test_api.py", "pytest tests/test_api.py -p no:cacheprovider", SAME),
@@ -56,6 +59,8 @@ CASES = [
     ("pytest", "echo 'testpaths = tests' > pytest.ini", CHANGE),
     ("pytest", "sed -i 's/a/b/' setup.cfg", CHANGE),
     ("pytest", "sudo apt-get install -y libpq-dev", CHANGE),
+    ("npm install", "npm config set proxy http://proxy:3128", CHANGE),
+    ("docker run --rm app:local", "docker buildx build --platform linux/amd64 -t app:local --load .", CHANGE),
     # The failing program on another target: neither.
     ("pytest tests/test_api.py", "pytest tests/test_other.py", SIBLING),
     ("python app.py", "python other.py", SIBLING),

@@ -108,12 +108,14 @@ _READ_SUBCOMMANDS: dict[str, frozenset[str]] = {
     }.items()
 }
 # Query flags: anything with one of these reads.
+_CONFIG_READS = frozenset({"get", "list", "ls", "show", "view", "debug"})
 _QUERY_FLAGS = frozenset({"--version", "-version", "--help", "-h", "-help", "--dry-run", "--dryrun", "-V", "--usage"})
 _SUBCOMMAND_OWNERS = frozenset({"git", "docker", "podman", "kubectl", "helm", "gh"})  # options before the subcommand
 # Verbs that change state: a sibling run with one of them is a change (``make clean``, ``mvn install``).
 _CHANGE_VERBS = frozenset(
     "install i add remove rm uninstall un update upgrade up get mod tidy download vendor sync lock link unlink "
-    "ci dedupe rebuild fetch clean distclean mrproper configure setup init generate gen migrate upgrade-db "
+    "build buildx ci dedupe rebuild fetch clean distclean mrproper configure setup init generate gen migrate "
+    "upgrade-db "
     "reset restore checkout switch pull merge rebase stash cherry-pick apply am revert commit config set "
     "unset use default target toolchain component override prune purge reinstall refresh pin unpin "
     "build-deps deps dependencies bootstrap prepare codegen compose-up login logout auth env-use create "
@@ -258,10 +260,15 @@ def _reads(op: Op, lexicon: bool) -> bool:
         return False
     if op.program in _READ_PROGRAMS:
         return not (op.program == "find" and any(a in ("-delete", "-exec", "-execdir") for a in op.args))
+    first = _subcommand(op)
+    # ``npm config get proxy`` / ``pip config list`` / ``poetry config --list``: settings read back.
+    if first == "config" and (
+        (op.positionals[1:2] and op.positionals[1] in _CONFIG_READS) or "--list" in op.args or "-l" in op.args
+    ):
+        return True
     subcommands = _READ_SUBCOMMANDS.get(op.program)
     if subcommands is None:
         return False
-    first = _subcommand(op)
     if first in subcommands or any(a in subcommands for a in op.args if a.startswith("-")):
         return True
     # ``git branch`` / ``git remote -v`` / ``git stash list`` / ``git config --get``: listings.
