@@ -27,6 +27,7 @@ CASES = [
     ("docker build -t app .", "docker images", READ_ONLY),
     ("cargo build", "cargo tree -i serde", READ_ONLY),
     ("npm install", "npm config get proxy", READ_ONLY),
+    ("tsc --noEmit", "sed -n '25,32p' src/stores/HookStore.ts", READ_ONLY),
     ("pip install -r requirements.txt", "pip config list", READ_ONLY),
     ("pytest", "git config --get user.name", READ_ONLY),
     # The same operation: the same program keeping every positional word.

@@ -52,7 +52,7 @@ _NAVIGATION = frozenset({"cd", "pushd", "popd", "source", ".", "set", "true", ":
 
 # Programs that only read, whatever their arguments (a write redirect still makes them a change).
 _READ_PROGRAMS = frozenset(
-    "ls ll la dir tree exa eza lsd cat bat batcat less more most head tail wc file stat du df find fd fdfind "
+    "ls ll la dir tree exa eza lsd cat bat batcat less more most head tail wc file stat du df find fd fdfind sed "
     "locate grep egrep fgrep rg ag ack awk gawk jq yq xq diff cmp colordiff sort uniq cut tr column nl od xxd "
     "hexdump strings nm objdump readelf ldd otool which whereis type whoami id groups uname hostname pwd env "
     "printenv echo printf date cal uptime ps pgrep pstree top htop lsof netstat ss free vmstat iostat history "
