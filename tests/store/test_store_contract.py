@@ -414,6 +414,18 @@ def test_a_parked_failure_passing_first_is_closed_and_the_newer_waits(store: Sto
     assert store.session("s6").last_command == "pytest"  # type: ignore[union-attr]
 
 
+def test_a_long_pending_failure_keeps_only_its_newest_steps(store: Store) -> None:
+    from jiyi.store.closing import STEPS_KEPT
+
+    store.touch_session("s7", "p", "p")
+    store.set_failure("s7", "Bash", "E: yaml", signatures=["sig:y"], command="pytest")
+    for n in range(STEPS_KEPT + 5):
+        assert store.resolve_failure("s7", "bash", f"pip install pkg{n}") is None
+    resolved = store.resolve_failure("s7", "bash", "pytest")
+    assert resolved is not None and len(resolved.steps) == STEPS_KEPT
+    assert resolved.steps[-1] == f"pip install pkg{STEPS_KEPT + 4}" and resolved.steps[0] == "pip install pkg5"
+
+
 def test_claim_recall_hands_each_record_once(store: Store) -> None:
     store.touch_session("s1", "p", "p")
     assert store.claim_recall("s1", ["a" * 32, "b" * 32]) == "a" * 32

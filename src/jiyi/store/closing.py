@@ -80,8 +80,10 @@ def pending(last_tool: str | None, failed_at: str | None, tool: str) -> bool:
     return failed_at is not None and (last_tool or "").lower() == tool.lower()
 
 
-# A session keeps at most this many failures of other operations waiting behind the pending one.
+# A session keeps at most this many failures of other operations waiting behind the pending one,
+# and this many of the newest steps (state-changing commands) for them.
 PARKED = 3
+STEPS_KEPT = 20
 
 
 def parks(pending_command: str | None, command: str | None) -> bool:

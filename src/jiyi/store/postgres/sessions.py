@@ -312,6 +312,12 @@ class _Steps:
             "WHERE team_id = %s AND id = %s AND last_failure_at IS NOT NULL",
             (now(), command, self.team, self.session_id),
         )
+        # sqlite/statements.py's record_step: only the newest steps are kept.
+        self.cur.execute(
+            "DELETE FROM session_steps WHERE team_id = %s AND session_id = %s AND ctid NOT IN "
+            "(SELECT ctid FROM session_steps WHERE team_id = %s AND session_id = %s ORDER BY at DESC LIMIT %s)",
+            (self.team, self.session_id, self.team, self.session_id, closing.STEPS_KEPT),
+        )
 
     def count_flaky(self, signatures: list[str]) -> None:
         self.cur.execute(

@@ -97,6 +97,15 @@ def record_step(db: sqlite3.Connection, session_id: str, command: str, at: str) 
         "WHERE id = ? AND last_failure_at IS NOT NULL",
         (at, command, session_id),
     )
+    # A failure left pending for hours keeps only its latest steps: an automatic record names the
+    # last few (auto_record.STEPS_KEPT), and a session must not grow without end.
+    from ..closing import STEPS_KEPT
+
+    db.execute(
+        "DELETE FROM session_steps WHERE session_id = ? AND rowid NOT IN "
+        "(SELECT rowid FROM session_steps WHERE session_id = ? ORDER BY rowid DESC LIMIT ?)",
+        (session_id, session_id, STEPS_KEPT),
+    )
 
 
 def count_flaky(db: sqlite3.Connection, signatures: Iterable[str], at: str) -> None:
