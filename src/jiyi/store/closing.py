@@ -54,12 +54,14 @@ if TYPE_CHECKING:
         def parked(self) -> list[tuple[int, str | None]]:
             """The session's parked failures, newest first: (id, command)."""
 
-        def swap(self, parked: int) -> None:
-            """Park the pending failure and make the parked one ``parked`` pending in its place."""
+        def park_pending(self) -> None:
+            """Park the pending failure as it is."""
 
-        def unpark(self) -> None:
-            """Make the newest parked failure pending again (its outcome 失败); with none left,
-            forget what the session's edits and steps kept for older failures."""
+        def restore(self, parked: int) -> None:
+            """Make the parked failure ``parked`` the pending one (outcome 失败), no longer parked."""
+
+        def forget_kept(self) -> None:
+            """Forget every edit and step the session still keeps (for failures no longer pending)."""
 
         def add_step(self, command: str) -> None:
             """Keep ``command`` as a step of the pending failure's fix."""
@@ -135,7 +137,8 @@ def resolve(steps: Steps, tool: str, succeeded: str | None = None) -> tuple[Any,
                 if kind == CHANGE:
                     steps.add_step(succeeded)
                 return None
-            steps.swap(waiting)
+            steps.park_pending()  # the one pending now waits in its place
+            steps.restore(waiting)
             row = steps.failure()
             assert row is not None
             failed_tool, error, since, stored, command, checkout = row
@@ -162,7 +165,12 @@ def resolve(steps: Steps, tool: str, succeeded: str | None = None) -> tuple[Any,
         confirmed = [h for h in notes if h in found]
         steps.confirm(confirmed)
     steps.clear()
-    steps.unpark()
+    # The newest parked failure is pending again; with none, what was kept for older ones goes.
+    behind = steps.parked()
+    if behind:
+        steps.restore(behind[0][0])
+    else:
+        steps.forget_kept()
     return (
         used, confirmed, failed_tool or tool, error or "", tuple(signatures), command, tuple(notes), tuple(edited),
         checkout, tuple(taken), flaky,

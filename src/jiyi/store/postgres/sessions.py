@@ -280,7 +280,7 @@ class _Steps:
         )
         return [(int(r[0]), r[1]) for r in self.cur.fetchall()]
 
-    def _restore(self, parked: int) -> None:
+    def restore(self, parked: int) -> None:
         self.cur.execute(
             f"UPDATE sessions SET ({_FAILURE_COLUMNS}, outcome) = "
             f"(SELECT {_PARKED_COLUMNS}, '失败' FROM session_parked WHERE id = %s) WHERE team_id = %s AND id = %s",
@@ -288,19 +288,14 @@ class _Steps:
         )
         self.cur.execute("DELETE FROM session_parked WHERE id = %s", (parked,))
 
-    def swap(self, parked: int) -> None:
+    def park_pending(self) -> None:
         self.cur.execute(
             f"INSERT INTO session_parked (team_id, session_id, {_PARKED_COLUMNS}) "
             f"SELECT team_id, id, {_FAILURE_COLUMNS} FROM sessions WHERE team_id = %s AND id = %s",
             (self.team, self.session_id),
         )
-        self._restore(parked)
 
-    def unpark(self) -> None:
-        waiting = self.parked()
-        if waiting:
-            self._restore(waiting[0][0])
-            return
+    def forget_kept(self) -> None:
         for table in ("session_edits", "session_steps"):
             self.cur.execute(
                 f"DELETE FROM {table} WHERE team_id = %s AND session_id = %s", (self.team, self.session_id)

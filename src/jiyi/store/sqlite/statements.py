@@ -190,7 +190,7 @@ class _Steps:
         sql = "SELECT id, command FROM session_parked WHERE session_id = ? ORDER BY id DESC"
         return [(int(r[0]), r[1]) for r in self.db.execute(sql, (self.session_id,))]
 
-    def _restore(self, parked: int) -> None:
+    def restore(self, parked: int) -> None:
         self.db.execute(
             f"UPDATE sessions SET ({_FAILURE_COLUMNS}, outcome) = "
             f"(SELECT {_PARKED_COLUMNS}, '失败' FROM session_parked WHERE id = ?) WHERE id = ?",
@@ -198,19 +198,14 @@ class _Steps:
         )
         self.db.execute("DELETE FROM session_parked WHERE id = ?", (parked,))
 
-    def swap(self, parked: int) -> None:
+    def park_pending(self) -> None:
         self.db.execute(
             f"INSERT INTO session_parked (session_id, {_PARKED_COLUMNS}) "
             f"SELECT id, {_FAILURE_COLUMNS} FROM sessions WHERE id = ?",
             (self.session_id,),
         )
-        self._restore(parked)
 
-    def unpark(self) -> None:
-        waiting = self.parked()
-        if waiting:
-            self._restore(waiting[0][0])
-            return
+    def forget_kept(self) -> None:
         for table in ("session_edits", "session_steps"):
             self.db.execute(f"DELETE FROM {table} WHERE session_id = ?", (self.session_id,))
 
