@@ -436,3 +436,19 @@ def test_jiyi_run_sees_a_fix_made_by_hand_between_the_failure_and_the_re_run(tmp
     assert run() == 0
     record = _only()
     assert "files: mylib.py" in record.where and "notes.txt" not in record.where
+
+
+def test_a_title_holds_the_error_of_a_long_path_and_skips_banners(jiyi_home: Path, project: Path) -> None:
+    java = (
+        "Exit code 1\n[INFO] BUILD FAILURE\n[ERROR] /var/lib/jenkins/workspace/app-5/src/main/java/uk/example/app/"
+        "App.java:[12,5] cannot find symbol\n[ERROR]   symbol:   class Plugin"
+    )
+    npm = "Exit code 1\nnpm ERR! Linux 3.16.0-4-amd64\nnpm ERR! node v7.4.0\n\nnpm ERR! missing script: build\n"
+    assert auto_record.key_of(npm) == "npm ERR! missing script: build"
+    with jiyi.Memory() as memory:
+        agent = memory.session(session_id="java")
+        agent.observe_tool_result("Bash", ok=False, error=java, command="mvn -q package")
+        agent.observe_tool_result("Bash", ok=True, command="mvn -q -U package")
+        (record,) = memory.store.list_records()
+    assert record.title.startswith("[ERROR] App.java:[12,5] cannot find symbol — fixed by mvn -q -U package")
+    assert "/var/lib/jenkins/workspace/app-5/src/main/java" in record.what  # the record keeps it all

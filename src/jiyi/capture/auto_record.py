@@ -44,6 +44,9 @@ KEY_MAX = 90
 FILES_SHOWN = 8
 STEPS_KEPT = 5  # the last state-changing commands before the passing re-run
 STEPS_SHOWN = 3
+# An absolute path of three folders or more, as a title shows it: its file name alone (a module
+# path such as ``github.com/a/b/c`` is no file and stays).
+_LONG_PATH = re.compile(r"(?<![\w.~/\\-])(?:[A-Za-z]:|~)?(?:[\\/][\w.@+~-]+){4,}")
 # pytest's mark before the lines of an error (``E   ModuleNotFoundError: …``): not part of it.
 _PYTEST_MARK = re.compile(r"^E\s+(?=\S)")
 # A wrapper's exit status line (Claude Code's ``Exit code 1``): never the key of a failure.
@@ -85,6 +88,12 @@ def _fixed_by(changed: bool, after: str | None, steps: Sequence[str], listed: st
     if changed and after is not None:
         parts.append(after)
     return ", then ".join(parts)
+
+
+def _short_paths(line: str) -> str:
+    """A title's key line with each long path as its file name: ``/var/lib/jenkins/…/StackMob.java:
+    [12,5] cannot find symbol`` keeps the error within ``KEY_MAX``; the record's ``what`` keeps all."""
+    return _LONG_PATH.sub(lambda m: m.group(0).replace("\\", "/").rsplit("/", 1)[-1], line)
 
 
 def key_of(what: str) -> str:
@@ -134,7 +143,7 @@ def build(
     what = resolved.error or f"{resolved.tool} failed"
     analysis = analyze(what)
     listed = ", ".join(files[:FILES_SHOWN]) + (f" (+{len(files) - FILES_SHOWN})" if len(files) > FILES_SHOWN else "")
-    key = _cut(key_of(what), KEY_MAX)
+    key = _cut(_short_paths(key_of(what)), KEY_MAX)
     title = _cut(f"{key} — fixed by {_fixed_by(changed, after, steps, listed)}", TITLE_MAX)
     how = ", ".join(
         part
