@@ -107,3 +107,11 @@ def test_the_ablation_keeps_shape_and_identity_but_drops_the_lexicon(monkeypatch
     assert role("pytest t.py", "pytest t.py -x") == SAME
     assert role("pytest t.py", "python --version") == READ_ONLY  # a query flag is shape
     assert role("pytest t.py", "ls tests") == CHANGE  # without the lexicon, ls is another program
+
+
+def test_quotes_subshells_and_substitutions_split_as_the_shell_does() -> None:
+    op = main_op("(cd build && make -j4)")
+    assert op is not None and (op.program, op.args) == ("make", ["-j4"])
+    assert role("pytest", 'cd "$(git rev-parse --show-toplevel)" && pytest -x') == SAME
+    assert role("pytest", 'echo "a \\" b" > \'out file.txt\'') == CHANGE
+    assert read_only("grep -rn 'a b' src 2>&1 | head -5")

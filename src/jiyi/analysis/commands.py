@@ -24,7 +24,7 @@ sibling, neither the fix nor the same operation, unless its verb is a change (``
 ``JIYI_CAPTURE_RULES=off`` turns the lexicon off (shape and operation identity stay), the ablation
 ``bench/capture.py`` reports beside the full rules.
 
-Imports ``os`` alone (``shlex`` when a command needs quoting rules): the hook's fast path runs it.
+Imports ``os`` alone: the hook's fast path runs it.
 """
 
 from __future__ import annotations
@@ -157,16 +157,60 @@ def _assignment(word: str) -> bool:
     return bool(eq) and name.replace("_", "a").isalnum() and not name[:1].isdigit()
 
 
-def _tokens(command: str) -> list[str]:
-    try:
-        import shlex
+_BLANK = frozenset(" \t\r\n")
+_PUNCTUATION = frozenset(";&|<>")
 
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
-        lexer.whitespace_split = True
-        lexer.commenters = ""
-        return list(lexer)
-    except ValueError:  # unbalanced quotes: words are good enough
-        return command.split()
+
+def _tokens(command: str) -> list[str]:
+    """The shell words of ``command``, quotes removed, runs of ``;&|<>()`` as their own tokens (as
+    ``shlex`` with ``punctuation_chars`` splits them; written here because importing shlex costs
+    the hook more than the split). Unbalanced quotes: the plain words. Parentheses stay in their
+    words, as shlex keeps them (``$(pwd)/x`` is one word; a subshell's ``(cd`` is unwrapped by ``_op``)."""
+    tokens: list[str] = []
+    word: list[str] = []
+    started = False
+    i, n = 0, len(command)
+    while i < n:
+        c = command[i]
+        if c in _BLANK or c in _PUNCTUATION:
+            if started:
+                tokens.append("".join(word))
+                word, started = [], False
+            if c in _PUNCTUATION:
+                j = i
+                while j < n and command[j] in _PUNCTUATION:
+                    j += 1
+                tokens.append(command[i:j])
+                i = j
+                continue
+        elif c == "'":
+            end = command.find("'", i + 1)
+            if end < 0:
+                return command.split()
+            word.append(command[i + 1 : end])
+            started, i = True, end + 1
+            continue
+        elif c == '"':
+            i += 1
+            while i < n and command[i] != '"':
+                if command[i] == "\\" and i + 1 < n and command[i + 1] in '"\\$`':
+                    i += 1
+                word.append(command[i])
+                i += 1
+            if i >= n:
+                return command.split()
+            started = True
+        elif c == "\\" and i + 1 < n:
+            word.append(command[i + 1])
+            started, i = True, i + 2
+            continue
+        else:
+            word.append(c)
+            started = True
+        i += 1
+    if started:
+        tokens.append("".join(word))
+    return tokens
 
 
 def parse(command: str | None) -> list[Op]:
@@ -202,6 +246,10 @@ def parse(command: str | None) -> list[Op]:
 
 
 def _op(words: list[str], writes: bool) -> Op | None:
+    words = [w for w in (word.lstrip("(") if n == 0 else word for n, word in enumerate(words)) if w]
+    if words and words[-1].endswith(")") and "$(" not in words[-1]:
+        words[-1] = words[-1].rstrip(")")
+        words = [w for w in words if w]
     while words and _assignment(words[0]):
         words = words[1:]
     while words:

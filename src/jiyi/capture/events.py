@@ -46,8 +46,9 @@ _EXIT_LINE = re.compile(r"\s*(?:exit code|exit status|process exited with code)[
 # ``Command: …``, ``Directory: …``, ``Output: …``, ``Error: …``, ``Exit Code: N``, ``Signal: …``,
 # ``Background PIDs: …``, ``Process Group PGID: …`` (its docs/tools/shell.md); ``error`` is set
 # only when the command could not start.
-_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
-_GEMINI_META = re.compile(r"^(?:Command|Directory|Exit Code|Signal|Background PIDs|Process Group PGID): ", re.MULTILINE)
+# Compiled when a shell response has ``llmContent``: most events are no Gemini shell call.
+_GEMINI_EXIT = r"^Exit Code: (-?\d+)\s*$"
+_GEMINI_META = r"^(?:Command|Directory|Exit Code|Signal|Background PIDs|Process Group PGID): "
 
 
 class ToolCall:
@@ -144,10 +145,10 @@ def response_failure(response: Any, *, shell: bool = False) -> str | None:
     if error:
         return _text(error) or "error"
     content = response.get("llmContent")
-    if shell and isinstance(content, str) and (found := _GEMINI_EXIT.search(content)) is not None:
+    if shell and isinstance(content, str) and (found := re.search(_GEMINI_EXIT, content, re.M)) is not None:
         if int(found.group(1)) == 0:
             return None
-        kept = [line for line in content.splitlines() if not _GEMINI_META.match(line)]
+        kept = [line for line in content.splitlines() if not re.match(_GEMINI_META, line)]
         output = "\n".join(kept).replace("Output: ", "", 1).strip()
         return "\n".join(part for part in (f"exit code {found.group(1)}", output) if part)
     if response.get("is_error") is True or response.get("isError") is True:

@@ -60,8 +60,14 @@ _PARKED_COLUMNS = "tool, error, failed_at, signatures, command, checkout"
 def _park(db: sqlite3.Connection, session_id: str, command: str | None) -> None:
     pending = db.execute(f"SELECT {_FAILURE_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     parked = db.execute("SELECT id, command FROM session_parked WHERE session_id = ?", (session_id,)).fetchall()
-    if not parked and (pending is None or pending[2] is None or pending[4] is None or command is None):
-        return  # the common case, decided without the closing rules
+    if not parked and (
+        pending is None
+        or pending[2] is None
+        or pending[4] is None
+        or command is None
+        or pending[4].split() == command.split()
+    ):
+        return  # the common cases (none pending, the same command again), without the closing rules
     from ..closing import PARKED, parks, superseded
 
     gone = [(i,) for i, parked_command in parked if superseded(parked_command, command)]
