@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jiyi import config
-from jiyi.errors import InvalidArgument
+from jiyi.errors import SettingError
 
 
 def test_defaults_need_no_file(jiyi_home: Path) -> None:
@@ -38,16 +38,17 @@ def test_user_file_then_project_file_then_environment(tmp_path: Path, monkeypatc
 @pytest.mark.parametrize(("var", "value"), [("JIYI_NOTES", "maybe"), ("JIYI_READ_BUDGET", "-1"), ("JIYI_LOCALE", "fr")])
 def test_bad_values_name_the_setting(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
     monkeypatch.setenv(var, value)
-    with pytest.raises(InvalidArgument):
+    with pytest.raises(SettingError) as info:
         config.load()
+    assert info.value.source == var
 
 
 def test_broken_toml_is_reported() -> None:
     config.user_config_path().parent.mkdir(parents=True)
     config.user_config_path().write_text("notes = = false")
-    with pytest.raises(InvalidArgument) as info:
+    with pytest.raises(SettingError) as info:
         config.load()
-    assert info.value.field == "config"
+    assert info.value.key == "config"
 
 
 def test_claude_code_session_id_names_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,6 +107,36 @@ def test_toml_is_parsed_only_when_a_file_exists(tmp_path: Path) -> None:
 
 def test_an_unreadable_settings_file_is_reported(tmp_path: Path) -> None:
     config.user_config_path().mkdir(parents=True)  # a folder where the file should be
-    with pytest.raises(InvalidArgument) as info:
+    with pytest.raises(SettingError) as info:
         config.load()
-    assert info.value.field == "config"
+    assert info.value.key == "config"
+
+
+def test_a_bad_setting_is_one_line_naming_the_key_its_source_and_the_allowed_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from jiyi.errors import SettingError
+
+    monkeypatch.setenv("JIYI_LOCALE", "fr")
+    with pytest.raises(SettingError) as info:
+        config.load()
+    assert (info.value.key, info.value.source, info.value.allowed) == ("locale", "JIYI_LOCALE", "zh, en")
+    assert info.value.code == "E_UNAVAILABLE"
+    monkeypatch.delenv("JIYI_LOCALE")
+    config.user_config_path().parent.mkdir(parents=True)
+    config.user_config_path().write_text('notes = "maybe"\n')
+    with pytest.raises(SettingError) as info:
+        config.load()
+    assert info.value.source == str(config.user_config_path()) and "true, false" in info.value.allowed
+    config.user_config_path().write_text("team_url = 'team.internal:8080'\n")
+    with pytest.raises(SettingError) as info:
+        config.load()
+    assert info.value.key == "team_url" and "http:// or https://" in info.value.text()
+
+
+def test_an_unknown_setting_is_warned_about_with_the_closest_known_one(capsys: pytest.CaptureFixture[str]) -> None:
+    config.user_config_path().parent.mkdir(parents=True)
+    config.user_config_path().write_text("nots = false\n")
+    assert config.load().notes is True  # ignored, not guessed
+    err = capsys.readouterr().err
+    assert "unknown setting 'nots'" in err and "did you mean 'notes'?" in err

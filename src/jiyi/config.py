@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import InvalidArgument
+from .errors import SettingError
 
 # The hook reads the settings on every tool call (docs/spec.md §8: ≤ 50 ms an event): dataclasses (with
 # inspect), typing and tomllib cost it ~12 ms together (`python -X importtime`), so Settings is a
@@ -156,6 +156,25 @@ _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off"}
 
 
+_ALLOWED = {
+    "bool": "true, false (or 1/0, yes/no, on/off)",
+    "int": "a whole number, 0 or more",
+    "Path": "a folder",
+    "str": "text",
+}
+
+
+def allowed(name: str) -> str:
+    """What setting ``name`` may be, as an error names it."""
+    if name == "locale":
+        return ", ".join(LOCALES)
+    if name == "team_push":
+        return ", ".join(TEAM_PUSH)
+    if name == "team_url":
+        return "an http:// or https:// URL"
+    return _ALLOWED[_KINDS[name]]
+
+
 def _coerce(name: str, value: Any, source: str) -> Any:
     kind = _KINDS[name]
     try:
@@ -181,14 +200,33 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             raise ValueError(value)
         if name == "team_push" and str(value) not in TEAM_PUSH:
             raise ValueError(value)
+        if name == "team_url" and value not in (None, "") and not str(value).startswith(("http://", "https://")):
+            raise ValueError(value)
         return None if value in (None, "") else str(value)
     except (TypeError, ValueError):
-        raise InvalidArgument(name, f"{source} 中的值无法使用：{value!r}") from None
+        raise SettingError(name, value, source, allowed(name)) from None
 
 
-def _from_mapping(settings: Settings, data: dict[str, Any], source: str) -> Settings:
-    updates = {k: _coerce(k, v, source) for k, v in data.items() if k in _KINDS}
+def _from_mapping(settings: Settings, data: dict[str, Any], source: str | dict[str, str]) -> Settings:
+    """``data``'s settings over ``settings``; ``source`` names where they came from (a file, or
+    each setting's variable). A key no setting has is warned about on stderr, with the closest."""
+    updates = {}
+    for key, value in data.items():
+        where = source[key] if isinstance(source, dict) else source
+        if key in _KINDS:
+            updates[key] = _coerce(key, value, where)
+        else:
+            _unknown(key, where)
     return settings.replace(**updates) if updates else settings
+
+
+def _unknown(key: str, source: str) -> None:
+    import difflib
+    import sys
+
+    close = difflib.get_close_matches(key, list(_KINDS), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(_KINDS)}"
+    print(f"jiyi: unknown setting {key!r} in {source}, ignored{hint}", file=sys.stderr)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -198,7 +236,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}  # the common case: no file, and no TOML parser is imported
     except OSError as exc:
-        raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
+        raise SettingError("config", None, str(path), f"a readable TOML file ({exc.strerror or exc})") from None
     from .toml_flat import parse
 
     text = raw.decode()  # as tomllib.load does: not UTF-8 is an error of its own
@@ -213,7 +251,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise InvalidArgument("config", f"{path.name} 无法读取：{exc}") from None
+            raise SettingError("config", None, str(path), f"TOML ({exc})") from None
     # Both a flat file and a [jiyi] table are accepted; the table wins.
     table = data.get("jiyi")
     return dict(table) if isinstance(table, dict) else data
@@ -222,28 +260,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def load(project_root: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
     settings = Settings()
-    settings = _from_mapping(settings, _read_toml(user_config_path()), "config.toml")
+    user_file = user_config_path()
+    settings = _from_mapping(settings, _read_toml(user_file), str(user_file))
     if project_root is not None:
-        shared = {k: v for k, v in _read_toml(project_root / PROJECT_FILE).items() if k not in _USER_ONLY}
-        settings = _from_mapping(settings, shared, PROJECT_FILE)
-    from_env = {
-        name: env[var]
-        for name, var in (
-            ("home", "JIYI_HOME"),
-            ("notes", "JIYI_NOTES"),
-            ("read_budget", "JIYI_READ_BUDGET"),
-            ("session_id", "JIYI_SESSION_ID"),
-            ("locale", "JIYI_LOCALE"),
-            ("busy_timeout_ms", "JIYI_BUSY_TIMEOUT_MS"),
-            ("auto_records", "JIYI_AUTO_RECORDS"),
-            ("team_url", "JIYI_TEAM_URL"),
-            ("team_token", "JIYI_TEAM_TOKEN"),
-            ("team_push", "JIYI_TEAM_PUSH"),
-        )
-        if env.get(var)
-    }
+        project_file = project_root / PROJECT_FILE
+        shared = {k: v for k, v in _read_toml(project_file).items() if k not in _USER_ONLY}
+        settings = _from_mapping(settings, shared, str(project_file))
+    variables = {name: f"JIYI_{name.upper()}" for name in _KINDS}
+    from_env = {name: env[var] for name, var in variables.items() if env.get(var)}
     # Claude Code starts a plugin's MCP server with the conversation's id in CLAUDE_CODE_SESSION_ID,
     # the same id its hooks receive as session_id: with it the server meets the hooks' failures.
     if "session_id" not in from_env and env.get("CLAUDE_CODE_SESSION_ID"):
         from_env["session_id"] = env["CLAUDE_CODE_SESSION_ID"]
-    return _from_mapping(settings, from_env, "环境变量")
+        variables["session_id"] = "CLAUDE_CODE_SESSION_ID"
+    return _from_mapping(settings, from_env, variables)

@@ -5,6 +5,7 @@ Every tool failure reaches the agent as text: the message on the first line and
 
     JiyiError
     ├── Unavailable        E_UNAVAILABLE       store cannot be opened, locked, corrupt, disk full
+    │   └── SettingError                       a setting cannot be used (its key on a second line)
     ├── InvalidArgument    E_INVALID_ARGUMENT  a tool argument failed validation
     ├── NotFound           E_NOT_FOUND         unknown record id
     ├── ReadBudgetSpent    E_READ_BUDGET       the session's read budget is used up
@@ -51,6 +52,25 @@ class Unavailable(JiyiError):
         super().__init__("记忆暂不可用")
         # The reason stays out of the tool text (it may hold paths); logs and `doctor` show it.
         self.reason = reason
+
+
+class SettingError(Unavailable):
+    """A setting cannot be used (docs/spec.md §2): memory is unavailable until it is fixed, and the
+    second line of the text names the ``key``, where the value came from (``source``: a file's
+    path or a variable) and what it may be (``allowed``)::
+
+        except jiyi.SettingError as exc:
+            print(exc.key, exc.source, exc.allowed)
+    """
+
+    def __init__(self, key: str, value: object, source: str, allowed: str) -> None:
+        shown = "" if value is None else f" = {value!r}"
+        self.detail = f"设置无效：{key}{shown}（来自 {source}），可用的值：{allowed}"
+        super().__init__(self.detail)
+        self.key, self.value, self.source, self.allowed = key, value, source, allowed
+
+    def text(self) -> str:
+        return f"{self.message}\n{self.detail}\n错误码：{self.code}"
 
 
 class InvalidArgument(JiyiError):

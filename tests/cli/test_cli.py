@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -430,3 +432,14 @@ def test_corrupt_store_is_unavailable_on_the_command_line(jiyi_home: Path) -> No
     doctor = jiyi("doctor", code=1)
     assert doctor.stdout.splitlines()[-1] == "记忆暂不可用"
     assert (jiyi_home / "jiyi.db").read_bytes() == b"this is not a database " * 400  # nothing overwritten
+
+
+@pytest.mark.parametrize("args", [["search", "x"], ["list"], ["doctor"], ["doctor", "--json"], ["export"]])
+def test_a_bad_setting_is_one_clear_error_from_every_command_not_a_traceback(
+    args: list[str], tmp_path: Path, jiyi_home: Path
+) -> None:
+    env = {**os.environ, "JIYI_LOCALE": "fr"}
+    done = subprocess.run([sys.executable, "-m", "jiyi", *args], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "设置无效：locale = 'fr'（来自 JIYI_LOCALE），可用的值：zh, en" in done.stderr + done.stdout

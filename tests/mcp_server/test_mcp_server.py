@@ -593,3 +593,24 @@ def test_corrupt_store_is_unavailable_and_the_server_keeps_answering(mode: str, 
     assert answers[5] == (True, UNAVAILABLE)
     assert recovered == (False, "no matching memory")
     assert noted[0] is False and noted[1].startswith("saved lr_"), noted
+
+
+@MODES
+def test_a_bad_setting_keeps_the_server_serving_and_every_tool_names_it(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JIYI_LOCALE", "fr")
+    server = build()  # as `jiyi mcp` starts: the settings are read here
+
+    async def asked(client: Client) -> list[Any]:
+        return [
+            [t.name for t in (await client.list_tools()).tools],
+            *[await call(client, tool, args) for tool, args in (("memory_search", {"query": "x"}),
+                                                               ("memory_read", {"ref": MISSING}),
+                                                               ("memory_note", ZLIB))],
+        ]  # fmt: skip
+
+    tools, *answers = run(mode, server, asked)
+    assert tools == TOOLS
+    expected = "记忆暂不可用\n设置无效：locale = 'fr'（来自 JIYI_LOCALE），可用的值：zh, en\n错误码：E_UNAVAILABLE"
+    assert answers == [(True, expected)] * 3

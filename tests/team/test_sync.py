@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from jiyi import config, transfer
 from jiyi.cli import main
 from jiyi.config import Settings
-from jiyi.errors import InvalidArgument, Unavailable
+from jiyi.errors import SettingError, Unavailable
 from jiyi.memory import Memory
 from jiyi.store.sqlite.store import SQLiteStore
 from jiyi.team.client import outbox, state, sync
@@ -55,9 +55,9 @@ def test_team_settings_come_from_the_user_file_and_the_environment_only(
     settings = config.load(project)
     assert (settings.team_url, settings.team_push) == ("http://127.0.0.1:9", "none")
     monkeypatch.setenv("JIYI_TEAM_PUSH", "some")
-    with pytest.raises(InvalidArgument) as info:
+    with pytest.raises(SettingError) as info:
         config.load(project)
-    assert info.value.field == "team_push"
+    assert info.value.key == "team_push"
     assert not Settings().team
 
 

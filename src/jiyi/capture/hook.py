@@ -156,5 +156,6 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(json.dumps(context_output(argv[0], event.name, line)) + "\n")
             sys.stdout.flush()
     except Exception as exc:  # the agent must never see the hook fail
-        print(f"jiyi hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+        detail = getattr(exc, "detail", None)  # a bad setting: which, from where (errors.SettingError)
+        print(f"jiyi hook: {type(exc).__name__}: {detail or exc}", file=sys.stderr)
     return 0

@@ -31,9 +31,21 @@ def group() -> click.Group:
     import click
 
     from .. import __version__
+    from ..errors import JiyiError
     from . import capture, data, mcp, records, team
 
-    @click.group("jiyi", context_settings={"help_option_names": ["-h", "--help"]})
+    class Jiyi(click.Group):
+        """No command prints a traceback for a failure of ours (docs/spec.md §2): its text on stderr,
+        exit status 1 — a bad setting met before a command's own handling, too."""
+
+        def invoke(self, ctx: click.Context) -> Any:
+            try:
+                return super().invoke(ctx)
+            except JiyiError as exc:
+                click.echo(exc.text(), err=True)
+                ctx.exit(1)
+
+    @click.group("jiyi", cls=Jiyi, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, prog_name="jiyi")
     def jiyi() -> None:
         """jiyi (记忆): a memory of failures already met, for coding agents and people.

@@ -9,7 +9,7 @@ import click
 
 from .. import transfer
 from ..config import user_config_path
-from ..errors import JiyiError
+from ..errors import JiyiError, SettingError
 from ..memory import Memory
 from ..store.sqlite.store import SQLiteStore
 from .common import emit_json, json_option, opened, progress
@@ -85,8 +85,13 @@ def _lexical_line(state: dict[str, int]) -> str:
 )
 @json_option
 def doctor_command(fix: bool, as_json: bool) -> None:
-    """Check the store: its path, the migrations applied and pending, and an integrity check."""
-    memory = Memory()
+    """Check the settings and the store: its path, the migrations applied and pending, and an
+    integrity check."""
+    try:
+        memory = Memory()
+    except SettingError as exc:
+        _bad_setting(exc, as_json)
+        return
     fixed = _retire(memory, as_json) if fix else None
     path = memory.settings.store_path
     config = user_config_path()
@@ -144,6 +149,19 @@ def doctor_command(fix: bool, as_json: bool) -> None:
         click.echo("ok" if report["ok"] else "记忆暂不可用")
     if not report["ok"]:
         sys.exit(1)
+
+
+def _bad_setting(exc: SettingError, as_json: bool) -> None:
+    """``doctor`` when a setting cannot be used: which, from where, and what it may be."""
+    config = user_config_path()
+    if as_json:
+        setting = {"key": exc.key, "value": exc.value, "source": exc.source, "allowed": exc.allowed}
+        emit_json({"config": str(config), "ok": False, "setting": setting, "problems": [exc.detail]})
+    else:
+        click.echo(f"config: {config}" + ("" if config.is_file() else " (none: defaults)"))
+        click.echo(f"problem: {exc.detail}")
+        click.echo("记忆暂不可用")
+    sys.exit(1)
 
 
 def _retire(memory: Memory, as_json: bool) -> dict[str, object]:

@@ -23,7 +23,7 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 from mcp_types import Tool as MCPTool
 
 from .. import __version__
-from ..errors import Unavailable
+from ..errors import SettingError, Unavailable
 from ..memory import Memory
 from ..records import FIX_KINDS, RELATIONS, SCOPES, TYPES
 from ..session import Session
@@ -152,9 +152,13 @@ SCHEMAS = {"memory_search": SEARCH_SCHEMA, "memory_read": READ_SCHEMA, "memory_n
 
 
 class JiyiServer(Server[Any]):
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.notes_enabled = session.settings.notes
+    """The three tools of ``session``; without one (a setting cannot be used: ``problem``) it keeps
+    serving, and every call answers 记忆暂不可用 with the setting named (docs/spec.md §2)."""
+
+    def __init__(self, session: Session | None, problem: SettingError | None = None) -> None:
+        self._session = session
+        self.problem = problem
+        self.notes_enabled = session.settings.notes if session is not None else True
         self.tools = [MCPTool(name=n, description=DESCRIPTIONS[n], input_schema=s) for n, s in SCHEMAS.items()]
         super().__init__(
             "jiyi", version=__version__, instructions=INSTRUCTIONS, on_list_tools=self._list, on_call_tool=self._call
@@ -173,7 +177,16 @@ class JiyiServer(Server[Any]):
         arguments = {k: v for k, v in (params.arguments or {}).items() if k in known}
         return await anyio.to_thread.run_sync(lambda: self._run(params.name, **arguments))
 
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise AssertionError("no session: the settings cannot be used")
+        return self._session
+
     def _run(self, name: str, **arguments: Any) -> CallToolResult:
+        if self.problem is not None:
+            log.warning("%s: %s", name, self.problem.detail)
+            return _result(self.problem.text(), True)
         try:
             result = self.session.call(name, {k: v for k, v in arguments.items() if v is not None})
         except Exception:  # a bug must not take the server down or leak a traceback to the agent
@@ -186,7 +199,7 @@ class JiyiServer(Server[Any]):
     def team_sync(self, *, pull_too: bool = True) -> None:
         """Team memory (docs/team-protocol.md): push (and pull) in a daemon thread; a tool call
         never waits for the network. Nothing without a team."""
-        if not self.session.settings.team:
+        if self._session is None or not self._session.settings.team:
             return
         from ..team.client import sync
 
@@ -204,7 +217,11 @@ class JiyiServer(Server[Any]):
 def build(memory: Memory | None = None, session: Session | None = None) -> JiyiServer:
     """The server of ``session``; with a team configured, a sync with it starts in the background."""
     if session is None:
-        session = (memory or Memory()).session()
+        try:
+            session = (memory or Memory()).session()
+        except SettingError as exc:  # the server keeps serving: each call says which setting
+            log.error("%s", exc.detail)
+            return JiyiServer(None, exc)
         session.link_to_hooks()  # without a session id, meet the hooks as session_link says
     server = JiyiServer(session)
     server.team_sync()
