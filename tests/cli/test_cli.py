@@ -365,10 +365,17 @@ def _purge_setup(jiyi_home: Path) -> tuple[str, str]:
     return rid, other
 
 
-def test_forget_purge_erases_the_record(jiyi_home: Path) -> None:
+def test_forget_purge_erases_the_record(jiyi_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rid, other = _purge_setup(jiyi_home)
-    # without --yes it asks, and "no" keeps the record
-    refused = jiyi("forget", "--purge", rid, input="n\n", code=1)
+    # without a terminal and without --yes it says how, rather than "Aborted!"
+    refused = jiyi("forget", "--purge", rid, input="", code=2)
+    assert "confirm in a terminal, or add --yes" in refused.stderr
+    # in a terminal it asks, and "no" keeps the record
+    from jiyi.cli import records
+
+    with monkeypatch.context() as patched:
+        patched.setattr(records, "_interactive", lambda: True)
+        refused = jiyi("forget", "--purge", rid, input="n\n", code=1)
     assert "Aborted" in refused.stderr
     assert jiyi("show", rid).stdout.startswith(f"[{rid}] Link {SECRET} (2)\n")
 
@@ -443,3 +450,14 @@ def test_a_bad_setting_is_one_clear_error_from_every_command_not_a_traceback(
     assert done.returncode == 1
     assert "Traceback" not in done.stderr + done.stdout
     assert "设置无效：locale = 'fr'（来自 JIYI_LOCALE），可用的值：zh, en" in done.stderr + done.stdout
+
+
+def test_list_says_how_many_it_showed_of_how_many(jiyi_home: Path) -> None:
+    common = ["--type", "bugfix", "--scope", "global", "--why", "w", "--where", "x", "--learned", "l"]
+    for n in range(3):
+        jiyi("note", "--title", f"note {n}", "--what", f"error number {n}", *common)
+    first = jiyi("list", "--limit", "2")
+    assert len(first.stdout.splitlines()) == 2
+    assert first.stderr == "1–2 of 3 records; --offset 2 for the next\n"
+    assert jiyi("list", "--limit", "2", "--offset", "2").stderr == "3–3 of 3 records\n"
+    assert jiyi("list").stderr == ""  # all of them: nothing to add

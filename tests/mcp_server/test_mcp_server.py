@@ -614,3 +614,36 @@ def test_a_bad_setting_keeps_the_server_serving_and_every_tool_names_it(
     assert tools == TOOLS
     expected = "记忆暂不可用\n设置无效：locale = 'fr'（来自 JIYI_LOCALE），可用的值：zh, en\n错误码：E_UNAVAILABLE"
     assert answers == [(True, expected)] * 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_jiyi_mcp_in_a_terminal_says_it_waits_and_one_signal_ends_it(signame: str, jiyi_home: Path) -> None:
+    import os
+    import pty
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    primary, secondary = pty.openpty()  # stdin is a terminal, as when a person types `jiyi mcp`
+    with subprocess.Popen(
+        [sys.executable, "-m", "jiyi", "mcp"], stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as child:
+        os.close(secondary)
+        try:
+            assert child.stderr is not None
+            import select
+
+            ready, _, _ = select.select([child.stderr], [], [], 10)  # an old server says nothing
+            line = child.stderr.readline().decode() if ready else ""
+            assert line.startswith("jiyi mcp: an MCP server on stdin/stdout, waiting for a client")
+            assert "claude mcp add jiyi -- jiyi mcp" in line
+            time.sleep(0.3)
+            child.send_signal(getattr(signal, signame))
+            _, rest_bytes = child.communicate(timeout=10)
+            rest = rest_bytes.decode()
+        finally:
+            os.close(primary)
+    assert child.returncode == 0, rest
+    assert "Traceback" not in rest

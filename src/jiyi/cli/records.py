@@ -136,6 +136,11 @@ def list_command(limit: int, offset: int, project: str | None, as_json: bool) ->
         for r in rows:
             topic = f" ({r.topic_key} r{r.revision})" if r.topic_key else ""
             click.echo(f"{r.id}  {formats.day(r.updated)}  {r.type:<9} {r.project:<16} {r.title}{topic}")
+        total = memory.store.count() if project is None else None
+        if total is not None and (offset or len(rows) < total):
+            # Said on stderr: a pipe of the listing stays the records alone.
+            more = f"; --offset {offset + len(rows)} for the next" if offset + len(rows) < total else ""
+            click.echo(f"{offset + 1}–{offset + len(rows)} of {total} records{more}", err=True)
 
 
 def _record_or_fail(memory: Any, ref: str, *, include_forgotten: bool = False) -> Any:
@@ -196,6 +201,9 @@ def forget_command(ref: str, purge: bool, yes: bool) -> None:
     with opened() as memory:
         record = _record_or_fail(memory, ref, include_forgotten=purge)
         if purge:
+            if not yes and not _interactive():
+                # click.confirm would read end-of-file and say only "Aborted!".
+                raise click.UsageError(f"--purge erases {record.id} for good: confirm in a terminal, or add --yes")
             if not yes:
                 click.confirm(f"Erase {record.id} and its {record.revision} revision(s) for good?", abort=True)
             memory.store.purge(record.hex)
@@ -204,6 +212,10 @@ def forget_command(ref: str, purge: bool, yes: bool) -> None:
             memory.store.forget(record.hex)
             click.echo(f"forgot {record.id}")
         _tell_the_team(memory, record, purge)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
 
 
 def _tell_the_team(memory: Any, record: Any, purge: bool) -> None:

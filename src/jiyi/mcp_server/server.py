@@ -228,8 +228,40 @@ def build(memory: Memory | None = None, session: Session | None = None) -> JiyiS
     return server
 
 
+WAITING = (
+    "jiyi mcp: an MCP server on stdin/stdout, waiting for a client (it is not interactive). "
+    "Register it with your agent, e.g. `claude mcp add jiyi -- jiyi mcp`; Ctrl-C ends it."
+)
+
+
+def _stop_on_signals(server: JiyiServer) -> None:
+    """One Ctrl-C (SIGINT) or SIGTERM ends the server at once, with status 0 and no traceback.
+    The SDK reads stdin in a worker thread that a signal cannot interrupt, so the process exits
+    from the handler; the store is closed first (a tool call cut short is rolled back by SQLite)."""
+    import os
+    import signal
+    import sys
+
+    def stop(signum: int, frame: object) -> None:
+        try:
+            if server._session is not None:
+                server._session.memory.close()
+        finally:
+            sys.stderr.flush()
+            os._exit(0)
+
+    signal.signal(signal.SIGINT, stop)
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, stop)
+
+
 def serve() -> None:
+    import sys
+
     server = build()
+    _stop_on_signals(server)
+    if sys.stdin.isatty():  # a person started it in a terminal: say what it is and how it ends
+        print(WAITING, file=sys.stderr, flush=True)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
