@@ -461,3 +461,15 @@ def test_list_says_how_many_it_showed_of_how_many(jiyi_home: Path) -> None:
     assert first.stderr == "1–2 of 3 records; --offset 2 for the next\n"
     assert jiyi("list", "--limit", "2", "--offset", "2").stderr == "3–3 of 3 records\n"
     assert jiyi("list").stderr == ""  # all of them: nothing to add
+
+
+def test_small_things_a_new_user_reaches_for() -> None:
+    from jiyi import __version__
+
+    assert jiyi("-V").stdout == f"jiyi, version {__version__}\n"
+    helped = jiyi("note", "--help").stdout
+    assert "[decision|bugfix|pattern|config|discovery|learning|pitfall]" in helped and "[project|global]" in helped
+    assert "Short and searchable" in helped
+    wrong = jiyi("note", "--type", "bug", "--title", "x", code=2)
+    assert "'bug' is not one of 'decision', 'bugfix'" in wrong.stderr
+    assert "_JIYI_COMPLETE=bash_source jiyi" in jiyi("--help").stdout

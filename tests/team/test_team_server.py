@@ -552,3 +552,25 @@ def test_the_operator_forgets_and_purges_any_members_record_on_the_database(
     assert runner.invoke(main, [*admin, "beta", soft["hex"]]).exit_code == 1
     assert runner.invoke(main, [*admin, "alpha", "not-an-id"]).exit_code == 2
     assert runner.invoke(main, [*admin, "gamma", soft["hex"]]).exit_code == 1
+
+
+@pytest.mark.postgres
+def test_a_mistyped_schema_is_an_error_not_a_new_schema_and_a_duplicate_team_is_said_once(
+    pg_schema: tuple[str, str],
+) -> None:
+    import psycopg
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+
+    dsn, schema = pg_schema
+    typo = schema + "_typo"
+    runner = CliRunner()
+    done = runner.invoke(main, ["team", "admin", "list", "--dsn", dsn, "--schema", typo])
+    assert done.exit_code == 1 and f"{typo} does not exist in this database" in done.stderr
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (typo,)).fetchone() is None
+    create = ["team", "admin", "create-team", "alpha", "--dsn", dsn, "--schema", schema]
+    assert runner.invoke(main, create).exit_code == 0
+    again = runner.invoke(main, create)
+    assert again.exit_code == 1 and again.stderr.count("already exists: alpha") == 1

@@ -46,12 +46,13 @@ def group() -> click.Group:
                 ctx.exit(1)
 
     @click.group("jiyi", cls=Jiyi, context_settings={"help_option_names": ["-h", "--help"]})
-    @click.version_option(__version__, prog_name="jiyi")
+    @click.version_option(__version__, "-V", "--version", prog_name="jiyi")
     def jiyi() -> None:
         """jiyi (记忆): a memory of failures already met, for coding agents and people.
 
         Data lives under JIYI_HOME (default: the platform data folder); settings come from
         config.toml in the user config folder, .jiyi.toml in the project, and JIYI_* variables.
+        Shell completion: eval "$(_JIYI_COMPLETE=bash_source jiyi)" (zsh_source, fish_source).
         """
 
     for module in (records, data, mcp, capture, team):

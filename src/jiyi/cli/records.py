@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..errors import InvalidArgument, JiyiError, NotFound
+from ..records import SCOPES, TYPES
 from ..tools import formats
 from ..tools.validation import ref as parse_ref
 from .common import emit_json, hit_json, json_option, opened, project_option, record_json, session
@@ -63,9 +64,9 @@ def _file_or_text(value: str | None) -> str | None:
 
 @click.command("note")
 @click.option("--json", "json_source", metavar="FILE|-", help="Take the whole memory_note call as JSON.")
-@click.option("--title")
-@click.option("--type", "kind", help="decision, bugfix, pattern, config, discovery, learning or pitfall.")
-@click.option("--scope", help="project or global.")
+@click.option("--title", help="Short and searchable, at most 160 characters, e.g. 'Link zlib with -lz'.")
+@click.option("--type", "kind", type=click.Choice(TYPES), help="What kind of memory it is.")
+@click.option("--scope", type=click.Choice(SCOPES), help="project: this project only; global: everywhere.")
 @click.option("--what", help="What happened (the error text); @FILE reads a file.")
 @click.option("--why", help="The cause.")
 @click.option("--where", help="Where: file, setting, command.")

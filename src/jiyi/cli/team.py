@@ -95,7 +95,7 @@ def serve_command(
     need("psycopg", "psycopg_pool", "starlette", "uvicorn")
     import uvicorn
 
-    with database(dsn, schema):
+    with database(dsn, schema, create=True):
         pass  # migrations applied once here, before the workers start; and a bad DSN fails now
     if read_dsn:
         _wait_for_replica(read_dsn, schema)  # before the workers: each would refuse it on its own

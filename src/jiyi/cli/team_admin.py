@@ -26,8 +26,8 @@ def admin_group() -> None:
 @dsn_option
 @schema_option
 def create_team_command(name: str, dsn: str, schema: str) -> None:
-    """Create the team NAME."""
-    with database(dsn, schema) as db:
+    """Create the team NAME (and the schema, the first time)."""
+    with database(dsn, schema, create=True) as db:
         try:
             team_id = db.create_team(name)
         except JiyiError as exc:

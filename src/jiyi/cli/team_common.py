@@ -33,6 +33,21 @@ schema_option = click.option(
 )
 
 
+def _exists(dsn: str, schema: str) -> None:
+    import psycopg
+
+    from ..errors import InvalidArgument, Unavailable
+
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    except psycopg.Error as exc:
+        fail(Unavailable(f"cannot reach the team database: {exc}".strip()))
+    if found is None:
+        hint = "jiyi team admin create-team NAME (or jiyi team serve) creates it"
+        fail(InvalidArgument("schema", f"{schema} does not exist in this database: {hint}"))
+
+
 def need(*modules: str) -> None:
     import importlib.util
 
@@ -42,9 +57,10 @@ def need(*modules: str) -> None:
 
 
 def error_text(exc: JiyiError) -> str:
-    """The error's docs/spec.md §2 text, then its reason (what failed underneath) when it has one."""
+    """The error's docs/spec.md §2 text, then its reason (what failed underneath) when it has one
+    the text does not already say."""
     reason = getattr(exc, "reason", "")
-    return exc.text() + (f"\n{reason}" if reason else "")
+    return exc.text() + (f"\n{reason}" if reason and reason not in exc.text() else "")
 
 
 def fail(exc: JiyiError) -> NoReturn:
@@ -53,10 +69,15 @@ def fail(exc: JiyiError) -> NoReturn:
 
 
 @contextmanager
-def database(dsn: str, schema: str) -> Iterator[PgDatabase]:
+def database(dsn: str, schema: str, *, create: bool = False) -> Iterator[PgDatabase]:
+    """The team database in ``schema``. Only the commands meant to make one (``create``:
+    ``create-team``, ``serve``) create a schema that is not there: a mistyped ``--schema`` of any
+    other command is an error, not 20 new tables."""
     need("psycopg", "psycopg_pool")
     from ..store.postgres.database import PgDatabase
 
+    if not create:
+        _exists(dsn, schema)
     try:
         with PgDatabase(dsn, schema=schema, max_size=2) as db:
             yield db
