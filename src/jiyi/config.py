@@ -258,14 +258,21 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def load(project_root: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+    return sourced(project_root, environ)[0]
+
+
+def sourced(project_root: Path | None = None, environ: dict[str, str] | None = None) -> tuple[Settings, dict[str, str]]:
+    """The settings as :func:`load` reads them, and where each one that is not a default came
+    from (a file's path, a variable's name): what ``jiyi doctor`` shows."""
     env = os.environ if environ is None else environ
     settings = Settings()
+    sources: dict[str, str] = {}
     user_file = user_config_path()
-    settings = _from_mapping(settings, _read_toml(user_file), str(user_file))
+    layers: list[tuple[dict[str, Any], str | dict[str, str]]] = [(_read_toml(user_file), str(user_file))]
     if project_root is not None:
         project_file = project_root / PROJECT_FILE
         shared = {k: v for k, v in _read_toml(project_file).items() if k not in _USER_ONLY}
-        settings = _from_mapping(settings, shared, str(project_file))
+        layers.append((shared, str(project_file)))
     variables = {name: f"JIYI_{name.upper()}" for name in _KINDS}
     from_env = {name: env[var] for name, var in variables.items() if env.get(var)}
     # Claude Code starts a plugin's MCP server with the conversation's id in CLAUDE_CODE_SESSION_ID,
@@ -273,4 +280,8 @@ def load(project_root: Path | None = None, environ: dict[str, str] | None = None
     if "session_id" not in from_env and env.get("CLAUDE_CODE_SESSION_ID"):
         from_env["session_id"] = env["CLAUDE_CODE_SESSION_ID"]
         variables["session_id"] = "CLAUDE_CODE_SESSION_ID"
-    return _from_mapping(settings, from_env, variables)
+    layers.append((from_env, variables))
+    for data, source in layers:
+        settings = _from_mapping(settings, data, source)
+        sources.update({k: source[k] if isinstance(source, dict) else source for k in data if k in _KINDS})
+    return settings, sources

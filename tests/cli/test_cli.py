@@ -473,3 +473,26 @@ def test_small_things_a_new_user_reaches_for() -> None:
     wrong = jiyi("note", "--type", "bug", "--title", "x", code=2)
     assert "'bug' is not one of 'decision', 'bugfix'" in wrong.stderr
     assert "_JIYI_COMPLETE=bash_source jiyi" in jiyi("--help").stdout
+
+
+def test_doctor_shows_every_setting_with_its_source_and_whether_agents_can_start_jiyi(
+    tmp_path: Path, jiyi_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jiyi import config
+
+    config.user_config_path().parent.mkdir(parents=True)
+    config.user_config_path().write_text("notes = false\n")
+    monkeypatch.setenv("JIYI_READ_BUDGET", "9000")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))  # no jiyi on PATH
+    report = json.loads(jiyi("doctor", "--json").stdout)
+    rows = {row["key"]: row for row in report["settings"]}
+    assert rows["notes"] == {"key": "notes", "value": False, "source": str(config.user_config_path())}
+    assert rows["read_budget"]["source"] == "JIYI_READ_BUDGET" and rows["locale"]["source"] == "default"
+    assert report["integrations"]["jiyi_on_path"] is None and report["team"] is None
+    assert "jiyi on PATH: no" in jiyi("doctor").stdout
+    fake = bin_dir / "jiyi"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert json.loads(jiyi("doctor", "--json").stdout)["integrations"]["jiyi_on_path"] == str(fake)

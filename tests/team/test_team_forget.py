@@ -175,3 +175,27 @@ def test_doctor_fix_takes_the_pushed_copies_of_retired_records_out_of_the_team(
                 cur.execute("SELECT title FROM records WHERE team_id = %s AND NOT forgotten", (db.team_id("alpha"),))
                 live = [r[0] for r in cur.fetchall()]
             assert len(live) == 1 and live[0].endswith("fixed by cc -o app main.c -lz")
+
+
+@pytest.mark.postgres
+def test_doctor_says_whether_the_team_server_answers_with_this_token(
+    pg_schema: tuple[str, str], tmp_path: Path
+) -> None:
+    pytest.importorskip("psycopg")
+    from click.testing import CliRunner
+
+    from jiyi.cli import main
+    from jiyi.store.postgres.database import PgDatabase
+    from jiyi.team.server.app import create_app
+
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema) as db:
+        db.create_team("alpha")
+        with serving(create_app(db, rate_per_minute=0)) as url:
+            token = db.create_token("alpha", "alice")
+            base = {"JIYI_HOME": str(tmp_path / "a"), "JIYI_TEAM_URL": url}
+            good = CliRunner().invoke(main, ["doctor", "--json"], env={**base, "JIYI_TEAM_TOKEN": token})
+            bad = CliRunner().invoke(main, ["doctor"], env={**base, "JIYI_TEAM_TOKEN": "jiyi_" + "0" * 40})
+    assert json.loads(good.stdout)["team"] == {"url": url, "answers": True, "token": "accepted"}
+    assert f"team server {url}: does not answer: E_UNAUTHORIZED" in bad.stdout
+    assert {"key": "team_token", "value": "(set)", "source": "JIYI_TEAM_TOKEN"} in json.loads(good.stdout)["settings"]
