@@ -496,3 +496,23 @@ def test_doctor_shows_every_setting_with_its_source_and_whether_agents_can_start
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
     assert json.loads(jiyi("doctor", "--json").stdout)["integrations"]["jiyi_on_path"] == str(fake)
+
+
+def test_long_work_says_it_is_alive_on_stderr_that_is_no_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from jiyi.cli import common
+
+    now = [0.0]
+    lines = common.Lines()
+    lines._clock = lambda: now[0]  # type: ignore[method-assign]
+    lines._started = lines._last = 0.0
+    with lines as bar:
+        task = bar.add_task("import", total=30000)
+        bar.advance(task, 1000)  # quick: nothing yet
+        now[0] = 6.0
+        bar.advance(task, 11000)
+        now[0] = 8.0
+        bar.advance(task, 18000)
+    assert capsys.readouterr().err == "import: 12000/30000 (40 %), 6 s\nimport: 30000/30000 (100 %), 8 s\n"
+    with common.Lines() as bar:
+        bar.advance(bar.add_task("export", total=3), 3)
+    assert capsys.readouterr().err == ""  # short work stays silent

@@ -91,7 +91,10 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 
 
 def progress(*, transient: bool = False) -> Any:
-    """A rich progress bar on stderr, beside result lines on stdout; drawn only on a terminal."""
+    """A rich progress bar on stderr, beside result lines on stdout, on a terminal; elsewhere (a
+    log, CI, a pipe) a plain line every few seconds for work that lasts that long (:class:`Lines`)."""
+    if not sys.stderr.isatty():
+        return Lines()
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -102,5 +105,72 @@ def progress(*, transient: bool = False) -> Any:
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=transient,
-        disable=not sys.stderr.isatty(),
     )
+
+
+class _Task:
+    __slots__ = ("completed", "description", "total", "visible")
+
+    def __init__(self, description: str, total: float | None, visible: bool) -> None:
+        self.description, self.total, self.visible, self.completed = description, total, visible, 0.0
+
+
+class Lines:
+    """The part of rich's ``Progress`` the commands use, as a line on stderr every ``INTERVAL``
+    seconds (``import: 12000/30000 (40 %), 10 s``), and a last one at the end when any was printed:
+    long work shows it is alive in a log too, short work stays silent."""
+
+    INTERVAL = 5.0
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._started = self._last = self._clock()
+        self._printed = False
+        self.tasks: list[_Task] = []
+
+    def __enter__(self) -> Lines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._printed:
+            self._say()
+
+    def add_task(self, description: str, total: float | None = None, visible: bool = True, **_: Any) -> int:
+        self.tasks.append(_Task(description, total, visible))
+        return len(self.tasks) - 1
+
+    def advance(self, task: int, advance: float = 1) -> None:
+        self.update(task, advance=advance)
+
+    def update(
+        self,
+        task: int,
+        *,
+        advance: float | None = None,
+        total: float | None = None,
+        completed: float | None = None,
+        description: str | None = None,
+        **_: Any,
+    ) -> None:
+        state = self.tasks[task]
+        if completed is not None:
+            state.completed = completed
+        if advance:
+            state.completed += advance
+        state.total = total if total is not None else state.total
+        state.description = description or state.description
+        if self._clock() - self._last >= self.INTERVAL:
+            self._say()
+
+    def _say(self) -> None:
+        self._last = self._clock()
+        self._printed = True
+        elapsed = round(self._last - self._started)
+        for state in self.tasks:
+            if not state.visible:
+                continue
+            done = int(state.completed)
+            share = f"{done}/{int(state.total)} ({100 * done / state.total:.0f} %)" if state.total else str(done)
+            click.echo(f"{state.description}: {share}, {elapsed} s", err=True)
