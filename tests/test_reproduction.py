@@ -223,7 +223,7 @@ def test_memory_read_shows_the_verification_of_team_verified_records_only(tmp_pa
         b"\n\xe6\xa0\xb8\xe9\xaa\x8c\xef\xbc\x9areplay \xc2\xb7 2026-12-02 \xc2\xb7 os=linux,arch=x86_64 \xc2\xb7 1/1"
     )
     assert text.encode("utf-8").endswith(pinned)
-    assert "核验：" not in formats.read_text(replace(verified, origin="team"))
+    assert "核验：" not in formats.read_text(replace(verified, origin="team"))  # all passed: not verified yet
     assert "核验：" not in formats.read_text(replace(verified, verification=None))
     with jiyi.Memory(cwd=tmp_path) as memory:
         memory.store.purge(noted.hex)
@@ -231,3 +231,17 @@ def test_memory_read_shows_the_verification_of_team_verified_records_only(tmp_pa
         read = memory.session(session_id="reader").read_text(verified.id)
     assert read == text
     assert read.splitlines()[1].startswith("source: 团队核验 · ")
+
+
+def test_a_failed_replay_shows_its_line_and_lowers_the_records_trust(tmp_path: Path, jiyi_home: Path) -> None:
+    from jiyi import ranking
+
+    repo = tmp_path / "proj"
+    git_repo(repo, {"check.py": CHECK_PY})
+    noted = fail_and_note(repo)
+    failed = replace(noted, remote=True, origin="team", verification=replace(VERIFIED, passed=0, tries=1))
+    assert formats.read_text(failed).endswith("\n核验：replay · 2026-12-02 · os=linux,arch=x86_64 · 0/1")
+    plain = replace(failed, verification=None)
+    assert ranking._replayed(plain) == 1.0 and ranking._replayed(failed) == ranking.FAILED_REPLAY_FACTOR
+    half = replace(failed, verification=replace(VERIFIED, passed=1, tries=2))
+    assert ranking.FAILED_REPLAY_FACTOR < ranking._replayed(half) < 1.0

@@ -33,6 +33,7 @@ WEIGHTS = {
 TOPICAL = ("error_signature", "code_symbol", "lexical")
 TRUST = {"team_verified": 1.0, "human": 1.0, "local_auto": 0.6, "note": 0.4, "team": 0.3}
 OUTDATED_FACTOR = 0.2
+FAILED_REPLAY_FACTOR = 0.2  # as outdated: a fix a clean checkout could not confirm
 RECENCY_HALF_LIFE_DAYS = 90.0
 # Below this IDF-weighted share of the query a lexical match is noise (a shared `error` or `file`),
 # not evidence; shown as 0.00 and unable to make a hit on its own.
@@ -123,6 +124,15 @@ def _age_days(record: Record, now: datetime) -> int:
         return 0
 
 
+def _replayed(record: Record) -> float:
+    """What its replays leave of a record's trust (docs/spec.md §5: failing runs lower it): all of it
+    when every run passed or none ran, ``FAILED_REPLAY_FACTOR`` when none passed, between by share."""
+    v = record.verification
+    if v is None or v.tries <= 0 or v.passed >= v.tries:
+        return 1.0
+    return FAILED_REPLAY_FACTOR + (1.0 - FAILED_REPLAY_FACTOR) * max(0, v.passed) / v.tries
+
+
 def _facts(
     record: Record, query: Query, parts: Prepared, cover: tuple[float, list[str]], now: datetime
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
@@ -141,7 +151,7 @@ def _facts(
     env_match = [f"{k}={env[k]}" for k in env_keys if query.environment.get(k) == env[k]]
     age = _age_days(record, now)
     tool = (query.failure_tool or "").lower()
-    trust = TRUST.get(record.origin, 0.3) * (OUTDATED_FACTOR if record.is_outdated else 1.0)
+    trust = TRUST.get(record.origin, 0.3) * (OUTDATED_FACTOR if record.is_outdated else 1.0) * _replayed(record)
     weight_of_evidence = record.sources + 2 * record.used_success
     same_project = record.project_key == query.project_key
     same_tool = bool(tool) and (record.tool_name or "").lower() == tool

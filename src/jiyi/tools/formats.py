@@ -66,9 +66,10 @@ def is_dangerous(command: str) -> bool:
 
 
 def verification_lines(record: Record) -> list[str]:
-    """docs/spec.md §1's ``核验`` line: only for team-verified records that carry their replay runs."""
+    """docs/spec.md §1's ``核验`` line for a record that carries its replay runs: a team-verified
+    one, and one whose replays failed (``0/1``: docs/spec.md §5, failing runs show too)."""
     v = record.verification
-    if record.origin != "team_verified" or v is None:
+    if v is None or (record.origin != "team_verified" and v.passed >= v.tries):
         return []
     return [f"核验：{v.how}{SEP}{v.date}{SEP}{v.environment}{SEP}{v.passed}/{v.tries}"]
 
