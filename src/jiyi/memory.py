@@ -60,10 +60,29 @@ class Memory:
         if project is None:
             found = _detect(self.cwd)
         elif isinstance(project, str):
-            found = Project(name=project, key=project)
+            found = self.project(project)
         else:
             found = project
         return Session(self, found, env if env is not None else _environment(), session_id)
+
+    def project(self, name: str) -> Project:
+        """The project a name stands for (``session(project=…)``, ``--project``): a project's key
+        as detected (``github.com/madler/zlib``, a folder's path), or its readable name
+        (``zlib-port``) when one project of this store has it. Two projects of one folder name
+        (two checkouts without a remote) stay apart: the name is then ambiguous and their keys
+        are asked for. A name no project has yet is a new project of that key."""
+        from .errors import InvalidArgument, Unavailable
+
+        try:
+            keys = self.store.project_keys(name)
+        except Unavailable:  # a store that cannot open now: the name is the key, as it always was
+            keys = []
+        if len(keys) == 1:
+            return Project(name=name, key=keys[0])
+        if len(keys) > 1 and name not in keys:
+            listed = ", ".join(keys[:5])
+            raise InvalidArgument("project", f"{len(keys)} projects are named {name}: give one's key ({listed})")
+        return Project(name=name.rstrip("/").rsplit("/", 1)[-1] or name, key=name)
 
     def close(self) -> None:
         with self._lock:

@@ -426,6 +426,14 @@ def test_a_long_pending_failure_keeps_only_its_newest_steps(store: Store) -> Non
     assert resolved.steps[-1] == f"pip install pkg{STEPS_KEPT + 4}" and resolved.steps[0] == "pip install pkg5"
 
 
+def test_project_keys_are_found_by_the_projects_name(store: Store) -> None:
+    put(store, made("one", project="app", project_key="/a/app", stamp="2026-01-01T00:00:00+00:00"))
+    store.touch_session("s8", "/b/app", "app")  # seen later: first
+    put(store, made("two", project="zlib", project_key="github.com/madler/zlib"))
+    assert store.project_keys("app") == ["/b/app", "/a/app"]
+    assert store.project_keys("zlib") == ["github.com/madler/zlib"] and store.project_keys("none") == []
+
+
 def test_claim_recall_hands_each_record_once(store: Store) -> None:
     store.touch_session("s1", "p", "p")
     assert store.claim_recall("s1", ["a" * 32, "b" * 32]) == "a" * 32

@@ -251,6 +251,11 @@ class Store(ABC):
     def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
         """The full-text terms each record was indexed with."""
 
+    @abstractmethod
+    def project_keys(self, name: str) -> list[str]:
+        """The keys of the projects named ``name`` in this store's records and sessions, the most
+        recently seen first."""
+
     # -- sessions ----------------------------------------------------------------------------
     @abstractmethod
     def touch_session(self, session_id: str, project_key: str, project: str) -> None: ...

@@ -21,6 +21,17 @@ class PgSessions:
     db: PgDatabase
     team: int
 
+    def project_keys(self, name: str) -> list[str]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT key FROM (SELECT project_key AS key, max(updated) AS seen FROM records "
+                "WHERE team_id = %s AND project = %s AND NOT forgotten GROUP BY project_key UNION ALL "
+                "SELECT project_key, max(last_seen) FROM sessions WHERE team_id = %s AND project = %s "
+                "GROUP BY project_key) AS k WHERE key <> '' GROUP BY key ORDER BY max(seen) DESC",
+                (self.team, name, self.team, name),
+            )
+            return [str(r[0]) for r in cur.fetchall()]
+
     def touch_session(self, session_id: str, project_key: str, project: str) -> None:
         stamp = now()
         with self.db.cursor() as cur:

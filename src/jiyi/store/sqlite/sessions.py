@@ -45,6 +45,14 @@ class SQLiteSessions(SQLiteConnection):
         row = self._guard(lambda db: db.execute(sql, (project_key, since, len(own_prefix), own_prefix)).fetchone())
         return str(row[0]) if row else None
 
+    def project_keys(self, name: str) -> list[str]:
+        sql = (
+            "SELECT key FROM (SELECT project_key AS key, max(updated) AS seen FROM records WHERE project = ? "
+            "AND forgotten = 0 GROUP BY project_key UNION ALL SELECT project_key, max(last_seen) FROM sessions "
+            "WHERE project = ? GROUP BY project_key) WHERE key != '' GROUP BY key ORDER BY max(seen) DESC"
+        )
+        return [str(r[0]) for r in self._guard(lambda db: db.execute(sql, (name, name)).fetchall())]
+
     def touch_session(self, session_id: str, project_key: str, project: str) -> None:
         stamp = now()
         with self._write() as db:
