@@ -55,6 +55,8 @@ def test_doctor_fix_retires_what_main_recorded_as_a_fix_while_the_agent_only_loo
         assert len(retired) == 3
     finally:
         store.close()
+    code, out = _cli("list", "--forgotten")
+    assert code == 0 and all(r.id in out for r in retired)
     code, out = _cli("restore", retired[0].id)
     assert code == 0 and f"restored {retired[0].id}" in out
     store = SQLiteStore(jiyi_home / "jiyi.db")

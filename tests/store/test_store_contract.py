@@ -434,6 +434,13 @@ def test_project_keys_are_found_by_the_projects_name(store: Store) -> None:
     assert store.project_keys("zlib") == ["github.com/madler/zlib"] and store.project_keys("none") == []
 
 
+def test_forgotten_records_are_listed_on_their_own(store: Store) -> None:
+    kept, gone = put(store, made("kept")), put(store, made("gone"))
+    store.forget(gone.hex)
+    assert [r.hex for r in store.list_records()] == [kept.hex]
+    assert [r.hex for r in store.list_records(only_forgotten=True)] == [gone.hex]
+
+
 def test_claim_recall_hands_each_record_once(store: Store) -> None:
     store.touch_session("s1", "p", "p")
     assert store.claim_recall("s1", ["a" * 32, "b" * 32]) == "a" * 32

@@ -126,18 +126,19 @@ def note_command(
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0)
 @click.option("--project", default=None, help="Only this project's records (by name).")
+@click.option("--forgotten", is_flag=True, help="Only the forgotten records (jiyi restore ID brings one back).")
 @json_option
-def list_command(limit: int, offset: int, project: str | None, as_json: bool) -> None:
+def list_command(limit: int, offset: int, project: str | None, forgotten: bool, as_json: bool) -> None:
     """List records, newest first."""
     with opened() as memory:
-        rows = memory.store.list_records(limit=limit, offset=offset, project=project)
+        rows = memory.store.list_records(limit=limit, offset=offset, project=project, only_forgotten=forgotten)
         if as_json:
             emit_json([record_json(r) for r in rows])
             return
         for r in rows:
             topic = f" ({r.topic_key} r{r.revision})" if r.topic_key else ""
             click.echo(f"{r.id}  {formats.day(r.updated)}  {r.type:<9} {r.project:<16} {r.title}{topic}")
-        total = memory.store.count() if project is None else None
+        total = memory.store.count() if project is None and not forgotten else None
         if total is not None and (offset or len(rows) < total):
             # Said on stderr: a pipe of the listing stays the records alone.
             more = f"; --offset {offset + len(rows)} for the next" if offset + len(rows) < total else ""

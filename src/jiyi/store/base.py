@@ -191,8 +191,15 @@ class Store(ABC):
 
     @abstractmethod
     def list_records(
-        self, *, limit: int = 50, offset: int = 0, project: str | None = None, include_forgotten: bool = False
-    ) -> list[Record]: ...
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        project: str | None = None,
+        include_forgotten: bool = False,
+        only_forgotten: bool = False,
+    ) -> list[Record]:
+        """Records newest first; ``only_forgotten``: the forgotten ones alone (to restore one)."""
 
     @abstractmethod
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]: ...

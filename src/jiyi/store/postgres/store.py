@@ -226,9 +226,15 @@ class PgStore(PgLexical, PgSessions, Store):
             return [Revision(*row) for row in cur.fetchall()]
 
     def list_records(
-        self, *, limit: int = 50, offset: int = 0, project: str | None = None, include_forgotten: bool = False
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        project: str | None = None,
+        include_forgotten: bool = False,
+        only_forgotten: bool = False,
     ) -> list[Record]:
-        where = "true" if include_forgotten else "NOT forgotten"
+        where = "forgotten" if only_forgotten else "true" if include_forgotten else "NOT forgotten"
         params: list[Any] = []
         if project is not None:
             where += " AND project = %s"

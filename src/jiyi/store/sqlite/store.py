@@ -214,9 +214,15 @@ class SQLiteStore(SQLiteLexical, SQLiteSearch, SQLiteSessions, Store):
         return self._guard(run)
 
     def list_records(
-        self, *, limit: int = 50, offset: int = 0, project: str | None = None, include_forgotten: bool = False
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        project: str | None = None,
+        include_forgotten: bool = False,
+        only_forgotten: bool = False,
     ) -> list[Record]:
-        where = ["1=1"] if include_forgotten else ["forgotten = 0"]
+        where = ["forgotten = 1"] if only_forgotten else ["1=1"] if include_forgotten else ["forgotten = 0"]
         params: list[Any] = []
         if project is not None:
             where.append("project = ?")
