@@ -2,8 +2,8 @@
 read-only look, a change of state, or a sibling run — so only a true fix becomes a memory.
 
 A failure is fixed when the *same* operation succeeds afterwards; the fix is what changed in
-between (``auto_record``). Which commands change nothing is decided by the command's shape first and by a lexicon
-second, both written as data (the tables below):
+between (``auto_record``). Which commands change nothing is decided by the command's shape first
+and by a lexicon second, both written as data (the tables below):
 
 - shape: a write redirect (``> file``, ``>> file``, ``| tee file``) or an in-place flag (``sed -i``)
   makes any command a change; a query flag (``--version``, ``--help``, ``--dry-run``) makes any
