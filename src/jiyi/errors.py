@@ -29,13 +29,22 @@ class JiyiError(Exception):
 
     code = "E_INTERNAL"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, english: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.english = english or message  # the first line with ``locale = "en"`` (docs/spec.md §2)
 
-    def text(self) -> str:
-        """The tool text of this failure, byte-exact as docs/spec.md §2 gives it."""
-        return f"{self.message}\n错误码：{self.code}"
+    def first_line(self, locale: str = "zh") -> str:
+        return self.english if locale == "en" else self.message
+
+    def text(self, locale: str = "zh") -> str:
+        """The tool text of this failure, byte-exact as docs/spec.md §2 gives it (``zh``), or its
+        English form (``en``)."""
+        return f"{self.first_line(locale)}\n{code_line(self.code, locale)}"
+
+
+def code_line(code: str, locale: str = "zh") -> str:
+    return f"error code: {code}" if locale == "en" else f"错误码：{code}"
 
 
 class Unavailable(JiyiError):
@@ -49,7 +58,7 @@ class Unavailable(JiyiError):
     code = "E_UNAVAILABLE"
 
     def __init__(self, reason: str = "") -> None:
-        super().__init__("记忆暂不可用")
+        super().__init__("记忆暂不可用", "memory unavailable")
         # The reason stays out of the tool text (it may hold paths); logs and `doctor` show it.
         self.reason = reason
 
@@ -66,11 +75,13 @@ class SettingError(Unavailable):
     def __init__(self, key: str, value: object, source: str, allowed: str) -> None:
         shown = "" if value is None else f" = {value!r}"
         self.detail = f"设置无效：{key}{shown}（来自 {source}），可用的值：{allowed}"
+        self.detail_en = f"invalid setting: {key}{shown} (from {source}), allowed: {allowed}"
         super().__init__(self.detail)
         self.key, self.value, self.source, self.allowed = key, value, source, allowed
 
-    def text(self) -> str:
-        return f"{self.message}\n{self.detail}\n错误码：{self.code}"
+    def text(self, locale: str = "zh") -> str:
+        detail = self.detail_en if locale == "en" else self.detail
+        return f"{self.first_line(locale)}\n{detail}\n{code_line(self.code, locale)}"
 
 
 class InvalidArgument(JiyiError):
@@ -83,8 +94,9 @@ class InvalidArgument(JiyiError):
 
     code = "E_INVALID_ARGUMENT"
 
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"参数无效：{field}：{reason}")
+    def __init__(self, field: str, reason: str, english: str | None = None) -> None:
+        """``english``: the reason for ``locale = "en"`` (the tools' own checks give one)."""
+        super().__init__(f"参数无效：{field}：{reason}", f"invalid argument: {field}: {english or reason}")
         self.field = field
         self.reason = reason
 
@@ -100,7 +112,7 @@ class NotFound(JiyiError):
     code = "E_NOT_FOUND"
 
     def __init__(self, ref: str) -> None:
-        super().__init__(f"没有这条记录：{ref}")
+        super().__init__(f"没有这条记录：{ref}", f"no such record: {ref}")
         self.ref = ref
 
 
@@ -115,7 +127,9 @@ class ReadBudgetSpent(JiyiError):
     code = "E_READ_BUDGET"
 
     def __init__(self, budget: int) -> None:
-        super().__init__(f"本会话读取额度已用完：{budget} 字符")
+        super().__init__(
+            f"本会话读取额度已用完：{budget} 字符", f"read budget of this session spent: {budget} characters"
+        )
         self.budget = budget
 
 
@@ -130,7 +144,7 @@ class NotesDisabled(JiyiError):
     code = "E_NOTES_DISABLED"
 
     def __init__(self) -> None:
-        super().__init__("记笔记已关闭")
+        super().__init__("记笔记已关闭", "notes are turned off")
 
 
 class Unauthorized(JiyiError):
@@ -144,7 +158,7 @@ class Unauthorized(JiyiError):
     code = "E_UNAUTHORIZED"
 
     def __init__(self) -> None:
-        super().__init__("团队记忆拒绝访问")
+        super().__init__("团队记忆拒绝访问", "team memory refused access")
 
 
 class Forbidden(JiyiError):
@@ -158,4 +172,4 @@ class Forbidden(JiyiError):
     code = "E_FORBIDDEN"
 
     def __init__(self) -> None:
-        super().__init__("团队记忆拒绝访问")
+        super().__init__("团队记忆拒绝访问", "team memory refused access")

@@ -23,6 +23,15 @@ ORIGIN_LABELS = {
     "human": "人工确认",
 }
 OUTCOMES = ("成功", "失败", "未知")
+# ``locale = "en"`` (docs/spec.md §2): the same labels in English.
+ORIGIN_LABELS_EN = {
+    "note": "local note",
+    "local_auto": "confirmed here automatically",
+    "team": "team shared",
+    "team_verified": "team verified",
+    "human": "confirmed by a person",
+}
+OUTCOMES_EN = {"成功": "success", "失败": "failure", "未知": "unknown"}
 
 LOCAL_PREFIX = "lr_"
 REMOTE_PREFIX = "rr_"
@@ -211,6 +220,9 @@ class Record:
     @property
     def origin_label(self) -> str:
         return ORIGIN_LABELS.get(self.origin, self.origin)
+
+    def origin_label_in(self, locale: str) -> str:
+        return ORIGIN_LABELS_EN.get(self.origin, self.origin) if locale == "en" else self.origin_label
 
 
 @dataclass(frozen=True)

@@ -126,12 +126,13 @@ class Session:
         record = store.get(hexid)
         if record is None:
             raise NotFound(prefix + hexid)
-        full = formats.read_text(record, formats.verification_lines(record))
+        locale = self.settings.locale
+        full = formats.read_text(record, formats.verification_lines(record, locale), locale)
         budget = self.settings.read_budget
         granted = store.take_read(self.id, hexid, len(full), budget)
         if granted <= 0:
             raise ReadBudgetSpent(budget)
-        return ReadResult(record, formats.budget_cut(full, granted, budget), granted < len(full))
+        return ReadResult(record, formats.budget_cut(full, granted, budget, locale), granted < len(full))
 
     def note(self, **args: Any) -> NoteResult:
         if not self.settings.notes:
@@ -263,14 +264,15 @@ class Session:
         """Run one tool by name; every failure comes back as its docs/spec.md §2 text, never raised."""
         try:
             if tool == "memory_search":
-                return ToolResult(formats.search_text(self.search(args.get("query"), args.get("limit"))))
+                hits = self.search(args.get("query"), args.get("limit"))
+                return ToolResult(formats.search_text(hits, self.settings.locale))
             if tool == "memory_read":
                 return ToolResult(self.read(args.get("ref")).text)
             if tool == "memory_note":
                 return ToolResult(self.note(**args).text)
-            raise InvalidArgument("tool", f"没有这个工具：{tool}")
+            raise InvalidArgument("tool", f"没有这个工具：{tool}", f"no such tool: {tool}")
         except JiyiError as exc:
-            return ToolResult(exc.text(), is_error=True)
+            return ToolResult(exc.text(self.settings.locale), is_error=True)
 
 
 def _kept_replay(record: Record, existing: Record) -> Record:

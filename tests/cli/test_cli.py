@@ -516,3 +516,11 @@ def test_long_work_says_it_is_alive_on_stderr_that_is_no_terminal(capsys: pytest
     with common.Lines() as bar:
         bar.advance(bar.add_task("export", total=3), 3)
     assert capsys.readouterr().err == ""  # short work stays silent
+
+
+def test_the_cli_speaks_english_with_locale_en(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JIYI_LOCALE", "en")
+    missing = "lr_" + "0" * 32
+    assert jiyi("read", missing, code=1).stderr == f"no such record: {missing}\nerror code: E_NOT_FOUND\n"
+    monkeypatch.setenv("JIYI_LOCALE", "zh")
+    assert jiyi("read", missing, code=1).stderr == f"没有这条记录：{missing}\n错误码：E_NOT_FOUND\n"

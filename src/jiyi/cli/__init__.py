@@ -42,7 +42,7 @@ def group() -> click.Group:
             try:
                 return super().invoke(ctx)
             except JiyiError as exc:
-                click.echo(exc.text(), err=True)
+                click.echo(exc.text(_locale()), err=True)
                 ctx.exit(1)
 
     @click.group("jiyi", cls=Jiyi, context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,6 +59,15 @@ def group() -> click.Group:
         for command in module.COMMANDS:
             jiyi.add_command(command)
     return jiyi
+
+
+def _locale() -> str:
+    """The locale for an error met before the settings could be read: JIYI_LOCALE when it is one
+    (the settings themselves may be what failed), else the default."""
+    import os
+
+    wanted = os.environ.get("JIYI_LOCALE", "").strip()
+    return wanted if wanted in ("zh", "en") else "zh"
 
 
 class _Entry:

@@ -29,7 +29,7 @@ def opened() -> Iterator[Memory]:
     try:
         yield memory
     except JiyiError as exc:
-        click.echo(exc.text(), err=True)
+        click.echo(exc.text(memory.settings.locale), err=True)
         sys.exit(1)
     finally:
         memory.close()

@@ -15,9 +15,10 @@ import click
 from .. import config as config_module
 from .. import project
 from ..config import user_config_path
-from ..errors import JiyiError, SettingError
+from ..errors import JiyiError, SettingError, Unavailable
 from ..memory import Memory
 from ..store.sqlite.store import SQLiteStore
+from . import _locale
 from .common import emit_json, json_option
 from .data import _lexical_line, _terms_version
 
@@ -97,7 +98,7 @@ def doctor_command(fix: bool, as_json: bool) -> None:
             )
         for problem in report["problems"]:  # type: ignore[attr-defined]
             click.echo(f"problem: {problem}")
-        click.echo("ok" if report["ok"] else "记忆暂不可用")
+        click.echo("ok" if report["ok"] else Unavailable().first_line(memory.settings.locale))
     if not report["ok"]:
         sys.exit(1)
 
@@ -110,8 +111,9 @@ def _bad_setting(exc: SettingError, as_json: bool) -> None:
         emit_json({"config": str(config), "ok": False, "setting": setting, "problems": [exc.detail]})
     else:
         click.echo(f"config: {config}" + ("" if config.is_file() else " (none: defaults)"))
-        click.echo(f"problem: {exc.detail}")
-        click.echo("记忆暂不可用")
+        english = _locale() == "en"
+        click.echo(f"problem: {exc.detail_en if english else exc.detail}")
+        click.echo(exc.first_line("en" if english else "zh"))
     sys.exit(1)
 
 

@@ -28,7 +28,7 @@ def search_command(query: str, limit: int, project: str | None, as_json: bool) -
         if as_json:
             emit_json([hit_json(h) for h in hits])
         else:
-            click.echo(formats.search_text(hits))
+            click.echo(formats.search_text(hits, memory.settings.locale))
 
 
 @click.command("read")
@@ -50,9 +50,9 @@ def _load_json(source: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidArgument("json", f"不是 JSON：{exc.msg}") from None
+        raise InvalidArgument("json", f"不是 JSON：{exc.msg}", f"not JSON: {exc.msg}") from None
     if not isinstance(data, dict):
-        raise InvalidArgument("json", "应为对象")
+        raise InvalidArgument("json", "应为对象", "must be an object")
     return data
 
 
@@ -184,14 +184,16 @@ def show_command(ref: str, as_json: bool) -> None:
                 }
             )
             return
-        click.echo(formats.read_text(record))
+        locale = memory.settings.locale
+        click.echo(formats.read_text(record, locale=locale))
         if flaky:
             click.echo(f"flaky: its failure passed {flaky} time(s) on a re-run with nothing changed")
         if waiting:
             click.echo("unconfirmed: recorded automatically, kept on this machine until confirmed (jiyi approve)")
-        click.echo("\n修订记录：")
+        heading, word = ("Revisions:", "revision") if locale == "en" else ("修订记录：", "修订")
+        click.echo(f"\n{heading}")
         for r in revisions:
-            click.echo(f"  修订 {r.revision} · {formats.day(r.created)} · {r.change} · {r.snapshot['title']}")
+            click.echo(f"  {word} {r.revision} · {formats.day(r.created)} · {r.change} · {r.snapshot['title']}")
 
 
 @click.command("forget")

@@ -34,23 +34,27 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def text(field: str, value: Any, *, max_len: int, multiline: bool = True, strip: bool = True) -> str:
     if value is None:
-        raise InvalidArgument(field, "必填")
+        raise InvalidArgument(field, "必填", "required")
     if not isinstance(value, str):
-        raise InvalidArgument(field, "必须是字符串")
+        raise InvalidArgument(field, "必须是字符串", "must be a string")
     # Pasted terminal output carries colour codes: they are noise, not an error.
     cleaned = _ANSI.sub("", value)
     if _CONTROL.search(cleaned):
-        raise InvalidArgument(field, "含有控制字符")
+        raise InvalidArgument(field, "含有控制字符", "holds control characters")
     if _SURROGATE.search(cleaned):
-        raise InvalidArgument(field, "含有孤立的代理字符（不是有效的 Unicode）")
+        raise InvalidArgument(
+            field, "含有孤立的代理字符（不是有效的 Unicode）", "holds a lone surrogate (not valid Unicode)"
+        )
     if not multiline and ("\n" in cleaned or "\r" in cleaned):
-        raise InvalidArgument(field, "不能换行")
+        raise InvalidArgument(field, "不能换行", "must be one line")
     if strip:
         cleaned = cleaned.strip()
     if not cleaned:
-        raise InvalidArgument(field, "不能为空")
+        raise InvalidArgument(field, "不能为空", "must not be empty")
     if len(cleaned) > max_len:
-        raise InvalidArgument(field, f"最多 {max_len} 字符（收到 {len(cleaned)}）")
+        raise InvalidArgument(
+            field, f"最多 {max_len} 字符（收到 {len(cleaned)}）", f"at most {max_len} characters (got {len(cleaned)})"
+        )
     return cleaned
 
 
@@ -65,26 +69,26 @@ def limit(value: Any) -> int:
         if isinstance(value, str) and value.strip().isdigit():
             value = int(value.strip())
         else:
-            raise InvalidArgument("limit", "必须是 1～5 的整数")
+            raise InvalidArgument("limit", "必须是 1～5 的整数", "must be a whole number from 1 to 5")
     if not 1 <= value <= LIMIT_MAX:
-        raise InvalidArgument("limit", "必须是 1～5 的整数")
+        raise InvalidArgument("limit", "必须是 1～5 的整数", "must be a whole number from 1 to 5")
     return int(value)
 
 
 def ref(value: Any, field: str = "ref") -> tuple[str, str]:
     if value is None:
-        raise InvalidArgument(field, "必填")
+        raise InvalidArgument(field, "必填", "required")
     if not isinstance(value, str):
-        raise InvalidArgument(field, "必须是字符串")
+        raise InvalidArgument(field, "必须是字符串", "must be a string")
     parts = split_ref(value.strip())
     if parts is None:
-        raise InvalidArgument(field, "应为 lr_ 或 rr_ 加 32 位十六进制")
+        raise InvalidArgument(field, "应为 lr_ 或 rr_ 加 32 位十六进制", "must be lr_ or rr_ and 32 hex digits")
     return parts
 
 
 def _choice(field: str, value: Any, options: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value.strip() not in options:
-        raise InvalidArgument(field, "应为 " + "、".join(options) + " 之一")
+        raise InvalidArgument(field, "应为 " + "、".join(options) + " 之一", "must be one of " + ", ".join(options))
     return value.strip()
 
 
@@ -92,12 +96,14 @@ def fix(value: Any) -> Fix | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise InvalidArgument("fix", "必须是对象")
+        raise InvalidArgument("fix", "必须是对象", "must be an object")
     kind = _choice("fix.kind", value.get("kind"), FIX_KINDS)
     allowed = {"command": {"kind", "command"}, "diff": {"kind", "diff"}, "config": {"kind", "path", "content"}}
     extra = sorted(set(value) - allowed[kind])
     if extra:
-        raise InvalidArgument("fix", f"kind={kind} 不接受 {', '.join(extra)}")
+        raise InvalidArgument(
+            "fix", f"kind={kind} 不接受 {', '.join(extra)}", f"kind={kind} takes no {', '.join(extra)}"
+        )
     if kind == "command":
         return Fix(kind, command=text("fix.command", value.get("command"), max_len=COMMAND_MAX))
     if kind == "diff":
@@ -105,15 +111,17 @@ def fix(value: Any) -> Fix | None:
         try:
             diffs.parse(body)
         except diffs.DiffError as exc:
-            raise InvalidArgument("fix.diff", f"不是可解析的统一格式补丁：{exc}") from None
+            raise InvalidArgument(
+                "fix.diff", f"不是可解析的统一格式补丁：{exc}", f"not a unified diff: {exc}"
+            ) from None
         return Fix(kind, diff=body)
     path = text("fix.path", value.get("path"), max_len=PATH_MAX, multiline=False)
     content = value.get("content")
     if not isinstance(content, str):
-        raise InvalidArgument("fix.content", "必须是字符串")
+        raise InvalidArgument("fix.content", "必须是字符串", "must be a string")
     # An empty file is a valid config fix (a marker such as py.typed), so only size and controls count.
     if content and text("fix.content", content, max_len=CONFIG_MAX, strip=False) != content:
-        raise InvalidArgument("fix.content", "含有终端控制序列")
+        raise InvalidArgument("fix.content", "含有终端控制序列", "holds terminal control sequences")
     return Fix(kind, path=path, content=content)
 
 
@@ -123,33 +131,47 @@ NOTE_FIELDS = ("title", "type", "scope", "content", "topic_key", "fix", "evidenc
 def note(args: dict[str, Any]) -> NoteInput:
     unknown = sorted(set(args) - set(NOTE_FIELDS))
     if unknown:
-        raise InvalidArgument(unknown[0], "不是 memory_note 的参数")
+        raise InvalidArgument(unknown[0], "不是 memory_note 的参数", "is no argument of memory_note")
     title = text("title", args.get("title"), max_len=TITLE_MAX, multiline=False)
     kind = _choice("type", args.get("type"), TYPES)
     scope = _choice("scope", args.get("scope"), SCOPES)
     content = args.get("content")
     if not isinstance(content, dict):
-        raise InvalidArgument("content", "必须是含 what、why、where、learned 的对象")
+        raise InvalidArgument(
+            "content", "必须是含 what、why、where、learned 的对象", "must be an object of what, why, where, learned"
+        )
     extra = sorted(set(content) - set(CONTENT_MAX))
     if extra:
-        raise InvalidArgument(f"content.{extra[0]}", "content 只有 what、why、where、learned 四项")
+        raise InvalidArgument(
+            f"content.{extra[0]}",
+            "content 只有 what、why、where、learned 四项",
+            "content has only what, why, where, learned",
+        )
     parts = {key: text(f"content.{key}", content.get(key), max_len=m) for key, m in CONTENT_MAX.items()}
     topic = args.get("topic_key")
     if topic is not None:
         if not isinstance(topic, str) or not TOPIC_RE.match(topic.strip()):
-            raise InvalidArgument("topic_key", "应为两级主题，如 build/zlib-link（小写字母、数字、-_.）")
+            raise InvalidArgument(
+                "topic_key",
+                "应为两级主题，如 build/zlib-link（小写字母、数字、-_.）",
+                "must be a two-level topic such as build/zlib-link (lowercase letters, digits, -_.)",
+            )
         topic = topic.strip()
     refs = args.get("evidence_refs") or []
     if not isinstance(refs, list) or len(refs) > 50:
-        raise InvalidArgument("evidence_refs", "必须是最多 50 个记录编号的列表")
+        raise InvalidArgument(
+            "evidence_refs", "必须是最多 50 个记录编号的列表", "must be a list of at most 50 record ids"
+        )
     evidence = tuple(prefix + hexpart for prefix, hexpart in (ref(r, "evidence_refs") for r in refs))
     relates = args.get("relates_to") or []
     if not isinstance(relates, list) or len(relates) > 50:
-        raise InvalidArgument("relates_to", "必须是最多 50 项的列表")
+        raise InvalidArgument("relates_to", "必须是最多 50 项的列表", "must be a list of at most 50 items")
     relations: list[tuple[str, str]] = []
     for item in relates:
         if not isinstance(item, dict):
-            raise InvalidArgument("relates_to", "每项应为 {record_ref, relation}")
+            raise InvalidArgument(
+                "relates_to", "每项应为 {record_ref, relation}", "each item must be {record_ref, relation}"
+            )
         prefix, hexpart = ref(item.get("record_ref"), "relates_to.record_ref")
         relations.append((prefix + hexpart, _choice("relates_to.relation", item.get("relation"), RELATIONS)))
     return NoteInput(
