@@ -91,9 +91,13 @@ def parse_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InvalidArgument("import", f"第 {number} 行不是 JSON：{exc.msg}") from None
+            raise InvalidArgument(
+                "import", f"第 {number} 行不是 JSON：{exc.msg}", f"line {number} is not JSON: {exc.msg}"
+            ) from None
         if not isinstance(data, dict) or data.get("jiyi_export") != FORMAT:
-            raise InvalidArgument("import", f"第 {number} 行不是 jiyi 导出的记录")
+            raise InvalidArgument(
+                "import", f"第 {number} 行不是 jiyi 导出的记录", f"line {number} is no record jiyi exported"
+            )
         yield number, data
 
 

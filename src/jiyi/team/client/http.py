@@ -52,7 +52,11 @@ class TeamClient:
     @classmethod
     def from_settings(cls, settings: Settings) -> TeamClient:
         if not settings.team_url or not settings.team_token:
-            raise InvalidArgument("team_url", "没有配置团队服务器（team_url 和 team_token）")
+            raise InvalidArgument(
+                "team_url",
+                "没有配置团队服务器（team_url 和 team_token）",
+                "no team server set (team_url and team_token)",
+            )
         return cls(settings.team_url, settings.team_token)
 
     def close(self) -> None:
