@@ -165,12 +165,14 @@ def show_command(ref: str, as_json: bool) -> None:
 
         flaky = memory.store.flaky_count(record.signatures)
         waiting = unconfirmed(record)
+        runs, runs_error = _replay_runs(memory, record)
         if as_json:
             emit_json(
                 {
                     **record_json(record),
                     "flaky": flaky,
                     "unconfirmed": waiting,
+                    "replays": runs,
                     "revisions": [
                         {
                             "revision": r.revision,
@@ -190,6 +192,13 @@ def show_command(ref: str, as_json: bool) -> None:
             click.echo(f"flaky: its failure passed {flaky} time(s) on a re-run with nothing changed")
         if waiting:
             click.echo("unconfirmed: recorded automatically, kept on this machine until confirmed (jiyi approve)")
+        if runs:
+            click.echo("replay runs:")
+            for run in runs:
+                verdict = "passed" if run["passed"] else "failed"
+                click.echo(f"  {formats.day(run['at'])} · {run['how']} · {run['environment']} · {verdict}")
+        elif runs_error:
+            click.echo(f"replay runs: {runs_error}")
         heading, word = ("Revisions:", "revision") if locale == "en" else ("修订记录：", "修订")
         click.echo(f"\n{heading}")
         for r in revisions:
@@ -216,6 +225,22 @@ def forget_command(ref: str, purge: bool, yes: bool) -> None:
             memory.store.forget(record.hex)
             click.echo(f"forgot {record.id}")
         _tell_the_team(memory, record, purge)
+
+
+def _replay_runs(memory: Any, record: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """Every replay run the team server holds for ``record`` (when it has any: its verification
+    says so), and why there are none to show when the server could not be asked."""
+    if record.verification is None or not memory.settings.team:
+        return [], None
+    try:
+        from ..team.client.http import TeamClient
+
+        with TeamClient.from_settings(memory.settings) as client:
+            return client.verifications(record.hex), None
+    except ImportError:
+        return [], "the team extra is not installed"
+    except JiyiError as exc:
+        return [], f"the team server did not answer ({exc.code})"
 
 
 def _interactive() -> bool:

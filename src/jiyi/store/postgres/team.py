@@ -220,6 +220,19 @@ class TeamStore(PgStore):
             rows = cur.fetchall()
         return self._lines(rows)
 
+    def verifications(self, hexid: str) -> list[dict[str, Any]]:
+        """Every replay run of a live record of the team, oldest first: when, how, where, passed.
+        The runs' detail (their output) stays on the server. ``NotFound`` without such a record."""
+        with self.db.cursor() as cur:
+            cur.execute("SELECT 1 FROM records WHERE team_id = %s AND hex = %s AND NOT forgotten", (self.team, hexid))
+            if cur.fetchone() is None:
+                raise NotFound("rr_" + hexid)
+            cur.execute(
+                "SELECT at, how, environment, passed FROM verifications WHERE team_id = %s AND hex = %s ORDER BY at",
+                (self.team, hexid),
+            )
+            return [{"at": r[0], "how": r[1], "environment": r[2], "passed": bool(r[3])} for r in cur.fetchall()]
+
     def add_verification(self, hexid: str, *, passed: bool, how: str, environment: str, detail: str) -> Verification:
         """Keep one replay run of record ``hexid`` and return its updated summary (last date, how,
         environment, passed / tries); a passing run makes the origin ``team_verified``; the

@@ -108,6 +108,10 @@ class TeamClient:
         """Records with a fix and a reproduction and no replay yet, as export lines."""
         return list(self._call("GET", "/v1/verify/candidates", params={"limit": limit})["records"])
 
+    def verifications(self, hexid: str) -> list[dict[str, Any]]:
+        """Every replay run of a team record, oldest first: ``{at, how, environment, passed}``."""
+        return list(self._call("GET", f"/v1/verify/{hexid}")["runs"])
+
     def report_verification(
         self, hexid: str, *, passed: bool, how: str, environment: str, detail: str
     ) -> dict[str, Any]:

@@ -268,6 +268,22 @@ def create_app(
 
         return {"verification": await blocking(add)}
 
+    async def runs(request: Request) -> Any:
+        member = await member_of(request)
+        hexid = request.path_params["hex"]
+        if not is_hex(hexid):
+            raise InvalidArgument("hex", "应为 32 位小写十六进制")
+
+        def listed() -> list[dict[str, Any]]:
+            team = db.team_of(hexid, prefer=member.team_id)
+            if team is None:
+                raise NotFound("rr_" + hexid)
+            if team != member.team_id:
+                raise Forbidden()
+            return TeamStore(db, member.team_id).verifications(hexid)
+
+        return {"runs": await blocking(listed)}
+
     async def openapi(request: Request) -> Any:
         from .openapi import document
 
@@ -282,6 +298,7 @@ def create_app(
         Route("/v1/forgotten", endpoint(forgotten), methods=["GET"]),
         Route("/v1/verify/candidates", endpoint(candidates), methods=["GET"]),
         Route("/v1/verify/{hex}", endpoint(verify), methods=["POST"]),
+        Route("/v1/verify/{hex}", endpoint(runs), methods=["GET"]),
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -286,6 +286,35 @@ def document() -> dict[str, Any]:
                 }
             },
             "/v1/verify/{hex}": {
+                "get": {
+                    "summary": "Every replay run of a record, oldest first (their output stays on the server)",
+                    "parameters": [
+                        {"name": "hex", "in": "path", "required": True, "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "runs": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "properties": {
+                                                "at": {"type": "string"},
+                                                "how": {"type": "string"},
+                                                "environment": {"type": "string"},
+                                                "passed": {"type": "boolean"},
+                                            },
+                                        },
+                                    }
+                                },
+                            }
+                        ),
+                        "404": _json(_ref("Error"), "E_NOT_FOUND"),
+                        **_ERRORS,
+                    },
+                },
                 "post": {
                     "summary": "Report one replay run of a record",
                     "parameters": [
@@ -313,7 +342,7 @@ def document() -> dict[str, Any]:
                         "404": _json(_ref("Error"), "E_NOT_FOUND"),
                         **_ERRORS,
                     },
-                }
+                },
             },
             "/openapi.json": {
                 "get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OK"}}}
