@@ -99,6 +99,7 @@ class InvalidArgument(JiyiError):
         super().__init__(f"参数无效：{field}：{reason}", f"invalid argument: {field}: {english or reason}")
         self.field = field
         self.reason = reason
+        self.reason_en = english or reason
 
 
 class NotFound(JiyiError):

@@ -28,8 +28,8 @@ from jiyi.store.postgres.database import PgDatabase  # noqa: E402
 from jiyi.store.postgres.team import TeamStore  # noqa: E402
 from jiyi.team.server.app import READ_ROUTES, create_app  # noqa: E402
 
-REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问"}
-FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问"}
+REFUSED = {"code": "E_UNAUTHORIZED", "message": "团队记忆拒绝访问", "message_en": "team memory refused access"}
+FORBIDDEN = {"code": "E_FORBIDDEN", "message": "团队记忆拒绝访问", "message_en": "team memory refused access"}
 
 
 def lines(tmp_path: Path, *notes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -574,3 +574,17 @@ def test_a_mistyped_schema_is_an_error_not_a_new_schema_and_a_duplicate_team_is_
     assert runner.invoke(main, create).exit_code == 0
     again = runner.invoke(main, create)
     assert again.exit_code == 1 and again.stderr.count("already exists: alpha") == 1
+
+
+def test_a_refusal_carries_its_english_form_for_a_client_in_english(db: PgDatabase, url: str) -> None:
+    from jiyi.errors import InvalidArgument
+    from jiyi.team.client.http import TeamClient
+
+    token = db.create_token("alpha", "alice")
+    with client(url, token) as http:
+        answer = http.get("/v1/search", params={"q": ""})
+    assert answer.status_code == 400
+    assert answer.json()["reason_en"] == "must be 1..2000 characters"
+    with TeamClient(url, token) as team, pytest.raises(InvalidArgument) as info:
+        team.search("")
+    assert info.value.text("en") == "invalid argument: q: must be 1..2000 characters\nerror code: E_INVALID_ARGUMENT"

@@ -209,5 +209,7 @@ def _error(response: httpx.Response) -> JiyiError:
             wait = 60.0
         return RateLimited(wait)
     if status in (400, 404, 413, 422):
-        return InvalidArgument(str(body.get("field", "team")), str(body.get("reason", body.get("message", status))))
+        reason = str(body.get("reason", body.get("message", status)))
+        english = body.get("reason_en", body.get("message_en"))
+        return InvalidArgument(str(body.get("field", "team")), reason, str(english) if english else None)
     return Unavailable(f"team server answered {status}: {body.get('message', '')}".strip())

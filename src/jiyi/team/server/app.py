@@ -62,9 +62,10 @@ def search_hits(store: PgStore, query: str, limit: int, *, project_key: str = ""
 
 
 def _error_response(exc: JiyiError) -> JSONResponse:
-    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    # Both forms: a client shows the one of its locale (docs/spec.md §2).
+    body: dict[str, Any] = {"code": exc.code, "message": exc.message, "message_en": exc.english}
     if isinstance(exc, InvalidArgument):
-        body.update(field=exc.field, reason=exc.reason)
+        body.update(field=exc.field, reason=exc.reason, reason_en=exc.reason_en)
     headers = {}
     if isinstance(exc, Limited):
         headers["Retry-After"] = str(exc.retry_after)
@@ -85,9 +86,9 @@ def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise InvalidArgument(name, "不是整数") from None
+        raise InvalidArgument(name, "不是整数", "not a whole number") from None
     if not low <= value <= high:
-        raise InvalidArgument(name, f"应在 {low}..{high} 之间")
+        raise InvalidArgument(name, f"应在 {low}..{high} 之间", f"must be within {low}..{high}")
     return value
 
 
@@ -95,13 +96,13 @@ def _check_line(index: int, line: Any) -> dict[str, Any]:
     """A pushed record must read as an export line (``transfer.record_from_json``)."""
     field = f"records[{index}]"
     if not isinstance(line, dict) or not is_hex(line.get("hex")):
-        raise InvalidArgument(field, "不是 jiyi 导出的记录")
+        raise InvalidArgument(field, "不是 jiyi 导出的记录", "no record jiyi exported")
     try:
         record = record_from_json(line)
     except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidArgument(field, f"缺少字段：{exc}") from None
+        raise InvalidArgument(field, f"缺少字段：{exc}", f"a field is missing: {exc}") from None
     if record.type not in TYPES or record.scope not in SCOPES:
-        raise InvalidArgument(field, "type 或 scope 无效")
+        raise InvalidArgument(field, "type 或 scope 无效", "type or scope is invalid")
     return line
 
 
@@ -148,9 +149,9 @@ def create_app(
         member = await member_of(request)
         body = await body_of(request)
         if not isinstance(body, dict) or not isinstance(body.get("records"), list):
-            raise InvalidArgument("records", "缺少记录列表")
+            raise InvalidArgument("records", "缺少记录列表", "the list of records is missing")
         if len(body["records"]) > MAX_PUSH:
-            raise InvalidArgument("records", f"一次最多 {MAX_PUSH} 条")
+            raise InvalidArgument("records", f"一次最多 {MAX_PUSH} 条", f"at most {MAX_PUSH} at a time")
         lines = [_check_line(i, line) for i, line in enumerate(body["records"])]
         machine = str(body.get("machine", ""))[:64]
 
@@ -179,15 +180,15 @@ def create_app(
         member = await member_of(request)
         body = await body_of(request)
         if not isinstance(body, dict) or not isinstance(body.get("records"), list):
-            raise InvalidArgument("records", "缺少记录列表")
+            raise InvalidArgument("records", "缺少记录列表", "the list of records is missing")
         if len(body["records"]) > MAX_PUSH:
-            raise InvalidArgument("records", f"一次最多 {MAX_PUSH} 条")
+            raise InvalidArgument("records", f"一次最多 {MAX_PUSH} 条", f"at most {MAX_PUSH} at a time")
         wanted: list[tuple[str, bool]] = []
         for i, item in enumerate(body["records"]):
             if not isinstance(item, dict) or not is_hex(item.get("hex")):
-                raise InvalidArgument(f"records[{i}]", "应为 {hex, purge}")
+                raise InvalidArgument(f"records[{i}]", "应为 {hex, purge}", "must be {hex, purge}")
             if not isinstance(item.get("purge", False), bool):
-                raise InvalidArgument(f"records[{i}]", "purge 应为 true 或 false")
+                raise InvalidArgument(f"records[{i}]", "purge 应为 true 或 false", "purge must be true or false")
             wanted.append((str(item["hex"]), bool(item.get("purge", False))))
 
         def run() -> dict[str, list[str]]:
@@ -222,7 +223,7 @@ def create_app(
         member = await member_of(request)
         text = request.query_params.get("q", "").strip()
         if not 1 <= len(text) <= 2000:
-            raise InvalidArgument("q", "应为 1..2000 个字符")
+            raise InvalidArgument("q", "应为 1..2000 个字符", "must be 1..2000 characters")
         limit = _int(request, "limit", 5, 1, SEARCH_MAX)
         project = request.query_params.get("project", "")
         hits = await blocking(lambda: search_hits(TeamStore(reader, member.team_id), text, limit, project_key=project))
@@ -250,10 +251,10 @@ def create_app(
         member = await member_of(request)
         hexid = request.path_params["hex"]
         if not is_hex(hexid):
-            raise InvalidArgument("hex", "应为 32 位小写十六进制")
+            raise InvalidArgument("hex", "应为 32 位小写十六进制", "must be 32 lowercase hex digits")
         body = await body_of(request)
         if not isinstance(body, dict) or not isinstance(body.get("passed"), bool):
-            raise InvalidArgument("passed", "应为 true 或 false")
+            raise InvalidArgument("passed", "应为 true 或 false", "must be true or false")
         fields = {k: str(body.get(k, "")) for k in ("how", "environment", "detail")}
         fields["how"] = fields["how"] or "replay"
 
@@ -272,7 +273,7 @@ def create_app(
         member = await member_of(request)
         hexid = request.path_params["hex"]
         if not is_hex(hexid):
-            raise InvalidArgument("hex", "应为 32 位小写十六进制")
+            raise InvalidArgument("hex", "应为 32 位小写十六进制", "must be 32 lowercase hex digits")
 
         def listed() -> list[dict[str, Any]]:
             team = db.team_of(hexid, prefer=member.team_id)

@@ -100,4 +100,4 @@ async def read_body(request: Request, max_body: int) -> Any:
     try:
         return json.loads(b"".join(chunks) or b"null")
     except ValueError:
-        raise InvalidArgument("body", "不是 JSON") from None
+        raise InvalidArgument("body", "不是 JSON", "not JSON") from None
