@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from jiyi.errors import JiyiError, Unavailable
+from jiyi.errors import Unavailable
 from jiyi.memory import Memory
 from jiyi.store.sqlite.store import SQLiteStore
 from jiyi.team.client import forget as team_forget
@@ -133,107 +133,3 @@ def test_a_forget_the_server_refuses_is_not_sent_again_and_status_names_it_until
     assert runner.invoke(main, ["team", "sync"]).exit_code == 0
     assert json.loads(runner.invoke(main, ["team", "status", "--json"]).stdout)["refused_forgets"] == []
     assert "refused" not in runner.invoke(main, ["team", "status"]).stdout
-
-
-@pytest.mark.postgres
-def test_doctor_fix_takes_the_pushed_copies_of_retired_records_out_of_the_team(
-    pg_schema: tuple[str, str], tmp_path: Path
-) -> None:
-    """A store written by the main before the same-operation rule pushed its automatic records
-    (``ls tests`` as a fix included); ``jiyi doctor --fix`` retires them here and on the server."""
-    pytest.importorskip("psycopg")
-    import shutil
-
-    from click.testing import CliRunner
-
-    from jiyi.cli import main
-    from jiyi.store.postgres.database import PgDatabase
-    from jiyi.team.client.http import TeamClient
-    from jiyi.team.server.app import create_app
-
-    dsn, schema = pg_schema
-    home = tmp_path / "a"
-    home.mkdir()
-    shutil.copy(Path(__file__).resolve().parent.parent / "data" / "store-main-capture.sqlite", home / "jiyi.db")
-    with PgDatabase(dsn, schema=schema) as db:
-        db.create_team("alpha")
-        with serving(create_app(db, rate_per_minute=0)) as url:
-            token = db.create_token("alpha", "alice")
-            settings = machine(tmp_path, "a", url, token)
-            with Memory(settings=settings) as memory, TeamClient.from_settings(settings) as client:
-                store = memory.store
-                assert isinstance(store, SQLiteStore)
-                outbox.enable(store)
-                with store.transaction() as conn:  # pushed as that main did: nothing held them back
-                    lines = [outbox.wire_line(store, conn, r) for r in store.list_records()]
-                assert len(client.push("old-main", lines)["accepted"]) == 4
-            env = {"JIYI_HOME": str(home), "JIYI_TEAM_URL": url, "JIYI_TEAM_TOKEN": token}
-            result = CliRunner().invoke(main, ["doctor", "--fix"], env=env, prog_name="jiyi")
-            assert result.exit_code == 0, result.output
-            assert "fix: 3 of 4 automatic records retired" in result.output
-            with db.cursor() as cur:
-                cur.execute("SELECT title FROM records WHERE team_id = %s AND NOT forgotten", (db.team_id("alpha"),))
-                live = [r[0] for r in cur.fetchall()]
-            assert len(live) == 1 and live[0].endswith("fixed by cc -o app main.c -lz")
-
-
-@pytest.mark.postgres
-def test_doctor_says_whether_the_team_server_answers_with_this_token(
-    pg_schema: tuple[str, str], tmp_path: Path
-) -> None:
-    pytest.importorskip("psycopg")
-    from click.testing import CliRunner
-
-    from jiyi.cli import main
-    from jiyi.store.postgres.database import PgDatabase
-    from jiyi.team.server.app import create_app
-
-    dsn, schema = pg_schema
-    with PgDatabase(dsn, schema=schema) as db:
-        db.create_team("alpha")
-        with serving(create_app(db, rate_per_minute=0)) as url:
-            token = db.create_token("alpha", "alice")
-            base = {"JIYI_HOME": str(tmp_path / "a"), "JIYI_TEAM_URL": url}
-            good = CliRunner().invoke(main, ["doctor", "--json"], env={**base, "JIYI_TEAM_TOKEN": token})
-            bad = CliRunner().invoke(main, ["doctor"], env={**base, "JIYI_TEAM_TOKEN": "jiyi_" + "0" * 40})
-    assert json.loads(good.stdout)["team"] == {"url": url, "answers": True, "token": "accepted"}
-    assert f"team server {url}: does not answer: E_UNAUTHORIZED" in bad.stdout
-    assert {"key": "team_token", "value": "(set)", "source": "JIYI_TEAM_TOKEN"} in json.loads(good.stdout)["settings"]
-
-
-@pytest.mark.postgres
-def test_jiyi_show_lists_every_replay_run_the_team_holds(pg_schema: tuple[str, str], tmp_path: Path) -> None:
-    pytest.importorskip("psycopg")
-    from click.testing import CliRunner
-
-    from jiyi.cli import main
-    from jiyi.store.postgres.database import PgDatabase
-    from jiyi.team.client.http import TeamClient
-    from jiyi.team.server.app import create_app
-
-    dsn, schema = pg_schema
-    with PgDatabase(dsn, schema=schema) as db:
-        db.create_team("alpha")
-        with serving(create_app(db, rate_per_minute=0)) as url:
-            token = db.create_token("alpha", "alice")
-            settings = machine(tmp_path, "a", url, token)
-            with Memory(settings=settings) as memory, TeamClient.from_settings(settings) as client:
-                store = memory.store
-                assert isinstance(store, SQLiteStore)
-                noted = memory.session(project="zlib-port").note(**YAML).record
-                sync.run(store, client, settings)
-                for passed in (False, True):
-                    client.report_verification(
-                        noted.hex, passed=passed, how="replay", environment="os=linux", detail=""
-                    )
-                sync.run(store, client, settings)  # the summary comes back with the pull
-                with pytest.raises(JiyiError, match=r"rr_f{32}"):  # no such record of the team
-                    client.verifications("f" * 32)
-            env = {"JIYI_HOME": str(tmp_path / "a"), "JIYI_TEAM_URL": url, "JIYI_TEAM_TOKEN": token}
-            shown = CliRunner().invoke(main, ["show", noted.id], env=env)
-            as_json = CliRunner().invoke(main, ["show", noted.id, "--json"], env=env)
-    assert shown.exit_code == 0, shown.output
-    lines = shown.stdout.splitlines()
-    runs = lines[lines.index("replay runs:") + 1 :][:2]
-    assert runs[0].endswith("· replay · os=linux · failed") and runs[1].endswith("· replay · os=linux · passed")
-    assert [r["passed"] for r in json.loads(as_json.stdout)["replays"]] == [False, True]
