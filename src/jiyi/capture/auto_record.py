@@ -78,6 +78,11 @@ def _cut(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _joined(separator: str, *parts: str) -> str:
+    """The parts that apply (the others are empty), joined."""
+    return separator.join(part for part in parts if part)
+
+
 def _fixed_by(changed: bool, after: str | None, steps: Sequence[str], listed: str) -> str:
     """What the title names as the fix: the steps first (what was installed or written is the
     lesson), then the files edited, then the changed command (beside an edit, a flag added to the
@@ -145,37 +150,28 @@ def build(
     listed = ", ".join(files[:FILES_SHOWN]) + (f" (+{len(files) - FILES_SHOWN})" if len(files) > FILES_SHOWN else "")
     key = _cut(_short_paths(key_of(what)), KEY_MAX)
     title = _cut(f"{key} — fixed by {_fixed_by(changed, after, steps, listed)}", TITLE_MAX)
-    how = ", ".join(
-        part
-        for part in (
-            "state-changing commands ran" if steps else "",
-            "the command changed" if changed else "",
-            "files were edited" if files else "",
-        )
-        if part
+    how = _joined(
+        ", ",
+        "state-changing commands ran" if steps else "",
+        "the command changed" if changed else "",
+        "files were edited" if files else "",
     )
     why = (
         f"Recorded automatically by jiyi: the failing {resolved.tool} call passed again after {how}, "
         "and no note was written."
     )
     ran = "; ".join(f"`{step}`" for step in steps)
-    where = "; ".join(
-        part
-        for part in (
-            f"command: {after}" if after else "",
-            f"ran: {ran}" if steps else "",
-            f"files: {listed}" if files else "",
-        )
-        if part
+    where = _joined(
+        "; ",
+        f"command: {after}" if after else "",
+        f"ran: {ran}" if steps else "",
+        f"files: {listed}" if files else "",
     )
-    learned = "; ".join(
-        part
-        for part in (
-            f"ran before the passing re-run: {ran}" if steps else "",
-            f"the command changed from `{before}` to `{after}`" if changed else "",
-            f"edited between the failure and the success: {listed}" if files else "",
-        )
-        if part
+    learned = _joined(
+        "; ",
+        f"ran before the passing re-run: {ran}" if steps else "",
+        f"the command changed from `{before}` to `{after}`" if changed else "",
+        f"edited between the failure and the success: {listed}" if files else "",
     )
     stamp = now()
     # The fix a replay applies: the steps, then the changed command when it is one.
