@@ -193,7 +193,7 @@ class Session:
         query = Query(text=f"{record.title}\n{record.what}", project_key=self.project.key, environment=self.env)
         similar = rank(store, query, limit=5, exclude_hexes=[record.hex])
         save(store, record, existing, self.id, marks=[(ref[3:], relation) for ref, relation in given.relates_to])
-        return NoteResult(record, similar, formats.note_text(record, similar))
+        return NoteResult(record, similar, formats.note_text(record, similar, self.settings.locale))
 
     def observe_tool_result(
         self,

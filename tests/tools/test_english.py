@@ -11,6 +11,7 @@ import pytest
 import jiyi
 from jiyi.config import Settings
 from jiyi.errors import InvalidArgument, NotesDisabled, NotFound, ReadBudgetSpent, SettingError, Unavailable
+from jiyi.ranking import Hit
 from jiyi.records import Fix, Record, Relation, Verification
 from jiyi.tools import formats
 
@@ -89,3 +90,14 @@ def test_a_session_in_english_speaks_english_through_the_tools(tmp_path: Path, j
     )
     zh = replace(saved, origin="note")
     assert formats.source_fields(zh).startswith("本机笔记 · zlib-port")
+
+
+def test_one_similar_memory_is_singular_in_english_and_as_specified_in_chinese() -> None:
+    """docs/spec.md §1 keeps `<k> similar memories:` for the default locale byte for byte; the English
+    form says `1 similar memory:` and keeps the plural from two on."""
+    hit = Hit(replace(RECORD, hex="b" * 32, title="Other"), [])
+    saved = replace(RECORD, origin="note")
+    head = f"saved {saved.id} revision 2 under build/zlib-link; "
+    assert formats.note_text(saved, [hit], "en") == head + f"1 similar memory:\n1. [lr_{'b' * 32}] Other"
+    assert formats.note_text(saved, [hit]) == head + f"1 similar memories:\n1. [lr_{'b' * 32}] Other"
+    assert formats.note_text(saved, [hit, hit], "en").startswith(head + "2 similar memories:\n")

@@ -147,13 +147,16 @@ def budget_cut(text: str, granted: int, budget: int, locale: str = "zh") -> str:
     return text[:granted] + _labels(locale)["cut"].format(budget=budget)
 
 
-def note_text(record: Record, similar: list[Hit]) -> str:
+def note_text(record: Record, similar: list[Hit], locale: str = "zh") -> str:
     head = f"saved {record.id} revision {record.revision}"
     if record.topic_key:
         head += f" under {record.topic_key}"
     if not similar:
         return head + "; no similar memories found"
-    lines = [f"{head}; {len(similar)} similar memories:"]
+    # docs/spec.md §1 pins `<k> similar memories:` byte-exact for the default locale, and agents may
+    # match it; English readers get the singular, as the `en` texts are a translation, not the contract.
+    noun = "memory" if locale == "en" and len(similar) == 1 else "memories"
+    lines = [f"{head}; {len(similar)} similar {noun}:"]
     lines.extend(f"{i}. [{h.record.id}] {h.record.title}" for i, h in enumerate(similar, 1))
     return "\n".join(lines)
 
