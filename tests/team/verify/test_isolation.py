@@ -213,6 +213,17 @@ print("wrote:", len(wrote))
             target.unlink(missing_ok=True)
 
 
+def test_links_the_command_leaves_do_not_lead_the_runner_out(tmp_path: Path) -> None:
+    """The runner cleans the checkout up after the sandbox ends; a link left there that names a
+    folder of the runner must not have that folder's mode changed."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    victim.chmod(0o755)
+    script = f"import os\nos.symlink({str(victim)!r}, 'link')\nprint('linked')\n"
+    attack(tmp_path, script)
+    assert victim.stat().st_mode & 0o777 == 0o755
+
+
 FORK_STORM = """
 import os, time
 forked = 0

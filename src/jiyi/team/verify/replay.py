@@ -342,8 +342,11 @@ def _tail(output: str) -> str:
 
 
 def _make_removable(folder: Path) -> None:
-    """A command may leave read-only folders (Go's module cache does): open them so the checkout goes."""
+    """A command may leave read-only folders (Go's module cache does): open them so the checkout goes.
+    Not through a link: one the command left could name any folder of the runner."""
     for path, dirs, _files in os.walk(folder):
         for name in dirs:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(path, name), 0o700)
+            inner = os.path.join(path, name)
+            if not os.path.islink(inner):
+                with contextlib.suppress(OSError):
+                    os.chmod(inner, 0o700)
