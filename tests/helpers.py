@@ -122,12 +122,28 @@ def settled(jiyi_home: Path, deadline_seconds: float = 30.0) -> None:
     raise AssertionError(f"automatic records still queued after {deadline_seconds} s: {rows}")
 
 
-def anywhere() -> dict[str, bool]:
-    """Replay permissions every machine can run with: the network allowed, the file system confined
-    where the machine can (as on CI), so a test of another stage runs on any machine."""
-    from jiyi.team.verify.isolation import filesystem_isolation
+def anywhere() -> dict[str, Any]:
+    """Replay settings every machine can run with: local repositories allowed, the network too, in
+    the sandbox where the machine has one (as on CI), so a test of another stage runs on any machine."""
+    from jiyi.team.verify.isolation import Sandbox, sandbox_problem
 
-    return {"allow_network": True, "allow_writes": not filesystem_isolation()}
+    sandbox = Sandbox(contained=sandbox_problem() is None, network=True)
+    return {"allow_local_repos": True, "sandbox": sandbox}
+
+
+def require_sandbox() -> None:
+    """Skip a test of the replay sandbox where bubblewrap cannot run, but fail it on CI, which
+    installs bubblewrap: there a sandbox that does not work is the bug."""
+    import pytest
+
+    from jiyi.team.verify.isolation import sandbox_problem
+
+    problem = sandbox_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the replay sandbox (bubblewrap): {problem}")
+    pytest.skip(f"no working bubblewrap sandbox on this machine: {problem}")
 
 
 # A repository the replay tests clone: importing the missing module is the failure, adding it the fix.

@@ -21,13 +21,13 @@ from jiyi import transfer
 from jiyi.analysis.signature import analyze
 from jiyi.records import Fix, Record, Reproduction, new_hex
 from jiyi.team.verify import replay as replay_module
-from jiyi.team.verify.replay import network_isolation, replay
+from jiyi.team.verify.isolation import Sandbox
+from jiyi.team.verify.replay import remote_allowed, replay, sandbox_problem
 
-from ..helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, anywhere, git_repo
+from ..helpers import CHECK_PY, MYLIB_DIFF, MYLIB_ERROR, anywhere, git_repo, require_sandbox
 
-# Both isolations stand on user namespaces: where ``unshare -rn`` works, the confinement of writes
-# must work too (its probe failing there is a bug these tests are to catch, not a reason to skip).
-needs_isolation = pytest.mark.skipif(not network_isolation(), reason="unshare -rn does not work on this machine")
+LOCAL = {"allow_local_repos": True}  # these tests clone repositories of their own folder
+UNCONTAINED = {"allow_local_repos": True, "sandbox": Sandbox(contained=False)}
 
 
 @pytest.fixture
@@ -73,10 +73,10 @@ def test_a_diff_fix_passes_and_the_checkout_is_removed(repo: tuple[Path, str], w
     assert not (repo[0] / "mylib.py").exists()  # the origin is never touched
 
 
-@needs_isolation
-def test_a_command_fix_passes_without_network(repo: tuple[Path, str], work: Path) -> None:
+def test_a_command_fix_passes_in_the_sandbox(repo: tuple[Path, str], work: Path) -> None:
+    require_sandbox()
     fix = Fix("command", command="printf 'VALUE = 1\\n' > mylib.py")
-    result = replay(record_for(repo, fix), workdir=work)
+    result = replay(record_for(repo, fix), workdir=work, **LOCAL)
     assert (result.passed, result.stage) == (True, "passed"), result.detail
 
 
@@ -117,7 +117,7 @@ def test_a_changed_command_is_the_fix_and_the_check_and_runs_once(tmp_path: Path
     changed = f"echo ran >> {ran}; PYTHONPATH=stub python3 check.py"
     record = record_for((path, commit), Fix("command", command=changed))
     assert record.reproduction is not None
-    allowed = {"allow_network": True, "allow_writes": True}  # the log is written beside the checkout
+    allowed = UNCONTAINED  # the log is written beside the checkout
 
     # A record from before the check was kept: the fix runs, then the failing command again.
     before = replay(record, workdir=work, **allowed)
@@ -219,8 +219,7 @@ def test_a_time_out_kills_the_whole_process_group(repo: tuple[Path, str], work: 
         record_for(repo, Fix("command", command="true"), command=command),
         timeout_s=3,
         workdir=work,
-        allow_network=True,
-        allow_writes=True,  # the pid file is written outside the checkout, the pid is the runner's
+        **UNCONTAINED,  # the pid file is written outside the checkout, the pid is the runner's
     )
     assert time.monotonic() - started < 30
     assert (result.passed, result.stage) == (False, "timeout"), result.detail
@@ -236,76 +235,114 @@ def test_a_time_out_kills_the_whole_process_group(repo: tuple[Path, str], work: 
     assert list(work.iterdir()) == []
 
 
-def test_without_isolation_it_refuses_unless_network_is_allowed(
+def test_without_a_sandbox_it_refuses_unless_told_to_run_uncontained(
     repo: tuple[Path, str], work: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(replay_module, "network_isolation", lambda: False)
+    monkeypatch.setattr(replay_module, "sandbox_problem", lambda: "no bwrap on PATH")
     record = record_for(repo, Fix("diff", diff=MYLIB_DIFF))
-    refused = replay(record, workdir=work)
+    refused = replay(record, workdir=work, **LOCAL)
     assert (refused.stage, list(work.iterdir())) == ("refused", [])
-    assert "--allow-network on a runner you trust" in refused.detail
-    assert replay(record, workdir=work, **anywhere()).passed
+    assert "(no bwrap on PATH); install the Debian package bubblewrap" in refused.detail
+    assert "--no-sandbox" in refused.detail
+    assert replay(record, workdir=work, **UNCONTAINED).passed
 
 
-@needs_isolation
-def test_a_fix_command_writes_in_the_checkout_and_its_temp_folder_only(
+def test_a_fix_command_writes_in_the_checkout_and_its_home_only(
     repo: tuple[Path, str], work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    require_sandbox()
     runner_home = tmp_path / "runner-home"  # the runner's own home, as a fix from another member sees it
     runner_home.mkdir()
     monkeypatch.setenv("HOME", str(runner_home))
     planted = runner_home / ".bashrc"
-    # Exits 0 only when the checkout and $TMPDIR take writes and the runner's home and the
+    # Exits 0 only when the checkout, $HOME and $TMPDIR take writes and the runner's home and the
     # checkout's .git (which the runner's git reads next) do not.
     command = (
-        f"printf 'VALUE = 1\\n' > mylib.py && echo scratch > \"$TMPDIR/t\" && "
+        f"printf 'VALUE = 1\\n' > mylib.py && echo scratch > \"$TMPDIR/t\" && echo h > ~/h && "
         f"! {{ echo owned >> {planted}; }} 2>/dev/null && ! touch .git/owned 2>/dev/null"
     )
-    result = replay(record_for(repo, Fix("command", command=command)), workdir=work)
+    result = replay(record_for(repo, Fix("command", command=command)), workdir=work, **LOCAL)
     assert (result.passed, result.stage) == (True, "passed"), result.detail
     assert not planted.exists()
 
-    # The same write goes through when allowed: the test can tell the two apart.
+    # The same write goes through uncontained: the test can tell the two apart.
     planting = record_for(repo, Fix("command", command=f"echo owned >> {planted}; printf 'VALUE = 1\\n' > mylib.py"))
-    assert replay(planting, workdir=work, allow_network=not network_isolation(), allow_writes=True).passed
+    assert replay(planting, workdir=work, **UNCONTAINED).passed
     assert planted.read_text() == "owned\n"
 
 
-@needs_isolation
-def test_a_confined_command_cannot_make_a_folder_writable_again(repo: tuple[Path, str], work: Path) -> None:
+def test_a_sandboxed_command_cannot_make_a_folder_writable_again(repo: tuple[Path, str], work: Path) -> None:
+    require_sandbox()
     outside = work.parent / "outside"
     outside.mkdir()
     escape = f"mount -o remount,bind,rw / 2>/dev/null; mount --bind {work.parent} /mnt 2>/dev/null; touch {outside}/x"
     record = record_for(repo, Fix("command", command=f"{escape}; printf 'VALUE = 1\\n' > mylib.py"))
-    result = replay(record, workdir=work, allow_network=True)
+    result = replay(record, workdir=work, **LOCAL)
     assert result.passed, result.detail
     assert list(outside.iterdir()) == []
 
 
-def test_without_confinement_it_refuses_unless_writes_are_allowed(
-    repo: tuple[Path, str], work: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(replay_module, "filesystem_isolation", lambda: False)
-    record = record_for(repo, Fix("diff", diff=MYLIB_DIFF))
-    refused = replay(record, workdir=work, allow_network=True)
-    assert (refused.stage, list(work.iterdir())) == ("refused", [])
-    assert "--allow-writes on a runner you trust" in refused.detail
-    assert replay(record, workdir=work, allow_network=True, allow_writes=True).passed
-
-
-@needs_isolation
 def test_commands_run_without_network_unless_allowed(repo: tuple[Path, str], work: Path) -> None:
+    require_sandbox()
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     try:
         command = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)\""
-        error = "OSError: [Errno 101] Network is unreachable"
+        error = "ConnectionRefusedError: [Errno 111] Connection refused"  # its own 127.0.0.1, nothing there
         record = record_for(repo, Fix("command", command="true"), command=command, error=error)
-        isolated = replay(record, workdir=work)
+        isolated = replay(record, workdir=work, **LOCAL)
         assert isolated.stage == "still-failing", isolated.detail  # failed as recorded, both times
-        assert replay(record, workdir=work, **anywhere()).stage == "not-reproduced"
+        networked = Sandbox(network=True)
+        assert replay(record, workdir=work, sandbox=networked, **LOCAL).stage == "not-reproduced"
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize(
+    "repo_text",
+    ["/srv/private/repo", "./repo", "file:///srv/private/repo", "ext::sh -c touch% /tmp/x", "http://git.example/r"],
+)
+def test_a_local_repository_is_refused_unless_the_runner_allows_it(
+    repo: tuple[Path, str], work: Path, repo_text: str
+) -> None:
+    record = record_for(repo, Fix("diff", diff=MYLIB_DIFF))
+    assert record.reproduction is not None
+    record.reproduction = replace(record.reproduction, repo=repo_text)
+    result = replay(record, workdir=work, sandbox=Sandbox(contained=False))
+    assert (result.passed, result.stage, list(work.iterdir())) == (False, "refused", [])
+    assert result.detail == (
+        f"not a remote repository (https://, ssh:// or user@host:path): {repo_text!r}; "
+        "a runner replays local repositories only with --allow-local-repos"
+    )
+
+
+def test_the_record_s_own_local_repository_is_refused_too_and_replays_when_allowed(
+    repo: tuple[Path, str], work: Path
+) -> None:
+    record = record_for(repo, Fix("diff", diff=MYLIB_DIFF))
+    refused = replay(record, workdir=work, **anywhere() | {"allow_local_repos": False})
+    assert (refused.stage, list(work.iterdir())) == ("refused", [])
+    assert "--allow-local-repos" in refused.detail
+    assert replay(record, workdir=work, **anywhere()).passed
+
+
+@pytest.mark.parametrize(
+    ("repo_text", "allowed"),
+    [
+        ("https://github.com/acme/app.git", True),
+        ("ssh://git@git.acme.internal:2222/team/app.git", True),
+        ("git@github.com:acme/app.git", True),
+        ("deploy@git.acme.internal:/srv/git/app.git", True),
+        ("/home/alice/private", False),
+        ("file:///home/alice/private", False),
+        ("../private", False),
+        ("-uhttps://x/y", False),
+        ("https://", False),
+        ("git@-oProxyCommand=sh:x", False),
+    ],
+)
+def test_which_repositories_count_as_remote(repo_text: str, allowed: bool) -> None:
+    assert remote_allowed(repo_text) is allowed
 
 
 def test_a_noted_failure_replays_from_its_export_line(repo: tuple[Path, str], work: Path) -> None:
@@ -388,8 +425,8 @@ def test_a_pushed_note_is_replayed_by_team_verify_and_pulled_as_team_verified(
             # the runner replays what the server offers and reports it
             monkeypatch.setenv("JIYI_TEAM_URL", url)
             monkeypatch.setenv("JIYI_TEAM_TOKEN", runner_token)
-            args = ["team", "verify", "--once", "--timeout", "60"] + (
-                [] if network_isolation() else ["--allow-network"]
+            args = ["team", "verify", "--once", "--timeout", "60", "--allow-local-repos"] + (
+                [] if sandbox_problem() is None else ["--no-sandbox"]
             )
             ran = CliRunner().invoke(main, args, catch_exceptions=False)
             assert ran.exit_code == 0, ran.output
@@ -413,30 +450,26 @@ def test_a_pushed_note_is_replayed_by_team_verify_and_pulled_as_team_verified(
     assert re.fullmatch(rf"核验：replay · \d{{4}}-\d{{2}}-\d{{2}} · {re.escape(environment)} · 1/1", lines[-1]), text
 
 
-def test_team_verify_needs_a_team_server_and_isolation_or_permission(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_team_verify_needs_a_team_server_and_a_sandbox_or_permission(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
     from jiyi.cli import main, team_verify
 
     monkeypatch.delenv("JIYI_TEAM_URL", raising=False)
     monkeypatch.delenv("JIYI_TEAM_TOKEN", raising=False)
-    unconfigured = CliRunner().invoke(main, ["team", "verify", "--once", "--allow-network", "--allow-writes"])
+    monkeypatch.setattr(team_verify, "sandbox_problem", lambda: "no bwrap on PATH")
+    refused = CliRunner().invoke(main, ["team", "verify", "--once"])
+    assert refused.exit_code == 2
+    assert "(no bwrap on PATH); install the Debian package bubblewrap" in refused.output
+    unconfigured = CliRunner().invoke(main, ["team", "verify", "--once", "--no-sandbox"])
     assert unconfigured.exit_code == 1
     assert "team_url" in unconfigured.output
-    assert "replay isolation: network allowed; writes allowed anywhere" in unconfigured.output
-    monkeypatch.setattr(team_verify, "network_isolation", lambda: False)
-    monkeypatch.setattr(team_verify, "filesystem_isolation", lambda: True)
-    refused = CliRunner().invoke(main, ["team", "verify", "--once"])
-    assert refused.exit_code == 2
-    assert "pass --allow-network on a runner you trust" in refused.output
-    monkeypatch.setattr(team_verify, "network_isolation", lambda: True)
-    monkeypatch.setattr(team_verify, "filesystem_isolation", lambda: False)
-    refused = CliRunner().invoke(main, ["team", "verify", "--once"])
-    assert refused.exit_code == 2
-    assert "pass --allow-writes on a runner you trust" in refused.output
-    monkeypatch.setattr(team_verify, "filesystem_isolation", lambda: True)
-    isolated = CliRunner().invoke(main, ["team", "verify", "--once"])
+    assert "replay isolation: NONE (--no-sandbox): the records' commands run uncontained" in unconfigured.output
+    monkeypatch.setattr(team_verify, "sandbox_problem", lambda: None)
+    isolated = CliRunner().invoke(main, ["team", "verify", "--once", "--max-processes", "64", "--timeout", "30"])
     assert isolated.exit_code == 1  # still no team server, but it says how it would replay
-    assert "replay isolation: no network (unshare -n); writes only in the checkout and its temp folder" in (
-        isolated.output
-    )
+    assert (
+        "replay isolation: bubblewrap; no network; writes only in the checkout (/replay/checkout) and /replay/home; "
+        "the toolchain read-only; ≤64 processes"
+    ) in isolated.output
+    assert "4096 MiB address space, 30 CPU s" in isolated.output

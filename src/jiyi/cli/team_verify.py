@@ -16,8 +16,9 @@ import click
 
 from .. import config, project
 from ..errors import JiyiError, Unavailable
-from ..team.verify.isolation import NETWORK_MISSING, WRITES_MISSING, describe
-from ..team.verify.replay import ReplayResult, filesystem_isolation, network_isolation, replay
+from ..team.verify import cgroup
+from ..team.verify.isolation import MISSING, Limits, Sandbox, describe
+from ..team.verify.replay import ReplayResult, replay, sandbox_problem
 from .common import progress
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def _say(error: JiyiError) -> str:
 
 
 def _round(
-    client: TeamClient, candidates: list[dict[str, Any]], *, timeout_s: float, allow_network: bool, allow_writes: bool
+    client: TeamClient, candidates: list[dict[str, Any]], *, timeout_s: float, sandbox: Sandbox, local: bool
 ) -> list[bool]:
     """Replay and report each candidate; what passed, in order."""
     outcomes: list[bool] = []
@@ -39,9 +40,7 @@ def _round(
         for line in candidates:
             hexid, title = str(line.get("hex", "")), str(line.get("title", ""))
             bar.update(task, description=f"replay {title[:40]}")
-            result: ReplayResult = replay(
-                line, timeout_s=timeout_s, allow_network=allow_network, allow_writes=allow_writes
-            )
+            result: ReplayResult = replay(line, timeout_s=timeout_s, sandbox=sandbox, allow_local_repos=local)
             detail = result.detail if result.passed else f"{result.stage}: {result.detail}"
             summary = client.report_verification(
                 hexid, passed=result.passed, how="replay", environment=result.environment, detail=detail
@@ -68,12 +67,41 @@ def _round(
     help="Seconds one replay may take, checkout included.",
 )
 @click.option(
-    "--allow-network", is_flag=True, help="Let replayed commands use the network (only on a runner you trust)."
+    "--allow-network",
+    is_flag=True,
+    help="Give the sandboxed commands the runner's network (and its 127.0.0.1): only on a runner you trust.",
 )
 @click.option(
-    "--allow-writes",
+    "--allow-local-repos",
     is_flag=True,
-    help="Let replayed commands write outside their checkout (only on a runner you trust).",
+    help="Replay records whose repository is a local path or file:// URL (else only https, ssh, user@host:path).",
+)
+@click.option(
+    "--read-only",
+    "read_only",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="More toolchain for the commands (e.g. /opt/go), bound read-only at its path; repeatable.",
+)
+@click.option(
+    "--max-processes",
+    type=click.IntRange(8, 65536),
+    default=Limits.processes,
+    show_default=True,
+    help="Processes a command may run at once.",
+)
+@click.option(
+    "--max-memory",
+    "max_memory_mib",
+    type=click.IntRange(64),
+    default=Limits.memory_mib,
+    show_default=True,
+    help="Address space of each process, MiB.",
+)
+@click.option(
+    "--no-sandbox",
+    is_flag=True,
+    help="Run the commands UNCONTAINED, as this user (a runner without bubblewrap that you trust entirely).",
 )
 @click.option(
     "--interval",
@@ -83,35 +111,44 @@ def _round(
     help="Seconds between rounds (without --once).",
 )
 def verify_command(
-    once: bool, limit: int, timeout_s: float, allow_network: bool, allow_writes: bool, interval: float
+    once: bool,
+    limit: int,
+    timeout_s: float,
+    allow_network: bool,
+    allow_local_repos: bool,
+    read_only: tuple[Path, ...],
+    max_processes: int,
+    max_memory_mib: int,
+    no_sandbox: bool,
+    interval: float,
 ) -> None:
     """Replay the team's records that have a fix and a reproduction, and report each result.
 
-    Each replay clones the record's repository at its commit into a throw-away folder, checks
-    that the command fails with the recorded error, applies the fix and runs the command again.
-    It runs other people's commands: use a machine set aside for it. They run without network
-    (unshare -rn) unless --allow-network is given, and cannot write outside the checkout and its
-    temp folder (read-only remounts in a mount namespace) unless --allow-writes is given. The
-    first line says which isolation is in force. Needs team_url and team_token.
+    Each replay clones the record's repository (a remote URL: https, ssh or user@host:path, with
+    this machine's git credentials) at its commit into a throw-away folder, checks that the
+    command fails with the recorded error, applies the fix and runs the command again. It runs
+    other people's commands: use a machine set aside for it. They run in a bubblewrap sandbox
+    (package bubblewrap): no network, no sockets or files of this machine but the toolchain, writes
+    only in the checkout, limits on processes, memory, CPU time and output. Without a working
+    bubblewrap it refuses to start unless --no-sandbox is given. The first line says which
+    isolation is in force. Needs team_url and team_token.
     """
     from ..team.client.http import TeamClient  # httpx only for this command
 
-    if not allow_network and not network_isolation():
-        click.echo(NETWORK_MISSING, err=True)
+    limits = Limits(processes=max_processes, memory_mib=max_memory_mib, cpu_s=max(1, int(timeout_s)))
+    sandbox = Sandbox(contained=not no_sandbox, network=allow_network, read_only=read_only, limits=limits)
+    problem = None if no_sandbox else sandbox_problem()
+    if problem is not None:
+        click.echo(MISSING.format(why=problem), err=True)
         sys.exit(2)
-    if not allow_writes and not filesystem_isolation():
-        click.echo(WRITES_MISSING, err=True)
-        sys.exit(2)
-    click.echo(describe(allow_network=allow_network, allow_writes=allow_writes), err=True)
+    click.echo(describe(sandbox, processes_cgroup=cgroup.pids_hierarchy() is not None), err=True)
     settings = config.load(project.find_root(Path.cwd().resolve()))
     passed = failed = 0
     try:
         with TeamClient.from_settings(settings) as client:
             while True:
                 try:
-                    outcomes = _drain(
-                        client, limit, timeout_s=timeout_s, allow_network=allow_network, allow_writes=allow_writes
-                    )
+                    outcomes = _drain(client, limit, timeout_s=timeout_s, sandbox=sandbox, local=allow_local_repos)
                 except Unavailable as exc:
                     if once:
                         raise
@@ -130,7 +167,7 @@ def verify_command(
     click.echo(f"replayed {passed + failed}: {passed} passed, {failed} failed", err=True)
 
 
-def _drain(client: TeamClient, limit: int, *, timeout_s: float, allow_network: bool, allow_writes: bool) -> list[bool]:
+def _drain(client: TeamClient, limit: int, *, timeout_s: float, sandbox: Sandbox, local: bool) -> list[bool]:
     """Rounds until the server has no candidate this run has not replayed yet (one it keeps
     offering is not replayed twice)."""
     seen: set[str] = set()
@@ -140,9 +177,7 @@ def _drain(client: TeamClient, limit: int, *, timeout_s: float, allow_network: b
         if not candidates:
             return outcomes
         seen.update(str(c.get("hex")) for c in candidates)
-        outcomes += _round(
-            client, candidates, timeout_s=timeout_s, allow_network=allow_network, allow_writes=allow_writes
-        )
+        outcomes += _round(client, candidates, timeout_s=timeout_s, sandbox=sandbox, local=local)
 
 
 COMMANDS = [verify_command]

@@ -7,11 +7,14 @@ applied, a config file written inside the checkout) and the check must pass: the
 the failing command again. A command fix that is the check itself runs once, as the check. Only
 ``jiyi team verify`` calls this, on a runner a team opts into: search never runs a fix (docs/spec.md §6).
 
-The record's commands run confined (``isolation``): without network, and unable to write outside
-the checkout and its private temp folder, unless the caller allows either; with a minimal
-environment (no tokens of the runner), each in its own process group, killed whole when the time
-is up. Git itself (clone, checkout, apply) runs as the runner's user, with its credentials: it is
-the runner's tool, not the record's.
+The record's commands run in a sandbox (``isolation``: bubblewrap; no network, nothing of the
+host but the toolchain, only the checkout writable, resource limits), with a minimal environment
+(no tokens of the runner), killed whole when the time is up; a machine without a working sandbox
+refuses unless the runner says to run them uncontained. Git itself (clone, checkout, apply) runs
+outside it, as the runner's user with its credentials: it is the runner's tool, not the record's,
+and it fetches only remote URLs (https, ssh, ``user@host:path``) unless local repositories are
+allowed: a record must not make the runner copy a private folder of its machine into a replay.
+The list of dangerous commands refuses the obvious ones early; it is a label, not the guarantee.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from ... import project
 from ...analysis.signature import analyze
 from ...records import FIX_KINDS, Record
 from ...tools.formats import is_dangerous
-from .isolation import NETWORK_MISSING, WRITES_MISSING, confined, filesystem_isolation, network_isolation
+from . import cgroup
+from .isolation import HOME, MISSING, Sandbox, etc_files, sandbox_problem, wrap
 
-__all__ = ["STAGES", "ReplayResult", "environment_text", "filesystem_isolation", "network_isolation", "replay"]
+__all__ = ["STAGES", "ReplayResult", "environment_text", "remote_allowed", "replay", "sandbox_problem"]
 
 STAGES = ("passed", "refused", "checkout", "not-reproduced", "fix-failed", "still-failing", "timeout")
 OUTPUT_HEAD = 16 * 1024  # bytes of a command's output kept from its start …
@@ -48,6 +52,14 @@ _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
 # Git must not run hooks a system template installs, nor ask for a password on a terminal.
 _GIT = ("git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never", "-c", "advice.detachedHead=false")
+# Clones only over these unless local repositories are allowed (git's own check, behind ours).
+_REMOTE_ONLY = ("-c", "protocol.allow=never", "-c", "protocol.https.allow=always", "-c", "protocol.ssh.allow=always")
+_URL = re.compile(r"(?:https|ssh|git\+ssh|ssh\+git)://[A-Za-z0-9\[][^\s/]*/\S*")
+_SCP = re.compile(r"(?:[A-Za-z0-9][\w.+-]*@)?[A-Za-z0-9][A-Za-z0-9.-]*:(?!//)[^\s:]\S*")
+LOCAL_REFUSED = (
+    "not a remote repository (https://, ssh:// or user@host:path): {repo!r}; "
+    "a runner replays local repositories only with --allow-local-repos"
+)
 
 
 @dataclass(frozen=True)
@@ -80,26 +92,27 @@ def replay(
     record_or_line: Record | dict[str, Any],
     *,
     timeout_s: float = 300,
-    allow_network: bool = False,
-    allow_writes: bool = False,
+    sandbox: Sandbox | None = None,
+    allow_local_repos: bool = False,
     workdir: str | Path | None = None,
 ) -> ReplayResult:
     """Replay a record (or an export line with its ``reproduction``); ``timeout_s`` bounds the whole
-    replay, checkout included. Its commands run without network unless ``allow_network``, and
-    cannot write outside the checkout and its temp folder unless ``allow_writes``; a machine that
-    cannot isolate them so refuses. Nothing is run when the record is refused."""
+    replay, checkout included. Its commands run in ``sandbox`` (by default: bubblewrap, no network,
+    the default limits); a machine without a working one refuses, unless the sandbox says
+    uncontained. Its repository must be a remote URL unless ``allow_local_repos``. Nothing is run
+    when the record is refused."""
     env_text = environment_text()
+    sandbox = sandbox or Sandbox()
     try:
         record = _as_record(record_or_line)
-        _check(record)
-        if not allow_network and not network_isolation():
-            raise _Stop("refused", NETWORK_MISSING)
-        if not allow_writes and not filesystem_isolation():
-            raise _Stop("refused", WRITES_MISSING)
+        _check(record, allow_local_repos=allow_local_repos)
+        problem = sandbox_problem() if sandbox.contained else None
+        if problem is not None:
+            raise _Stop("refused", MISSING.format(why=problem))
         deadline = time.monotonic() + timeout_s
         with tempfile.TemporaryDirectory(prefix="jiyi-replay-", dir=workdir, ignore_cleanup_errors=True) as scratch:
             try:
-                detail = _replay_in(record, Path(scratch), deadline, network=allow_network, writes=allow_writes)
+                detail = _replay_in(record, Path(scratch), deadline, sandbox, local=allow_local_repos)
             finally:
                 _make_removable(Path(scratch))
         return ReplayResult(True, "passed", detail, env_text)
@@ -118,7 +131,12 @@ def _as_record(value: Record | dict[str, Any]) -> Record:
         raise _Stop("refused", f"not a jiyi record: {exc}") from None
 
 
-def _check(record: Record) -> None:
+def remote_allowed(repo: str) -> bool:
+    """Whether ``repo`` names a remote repository git reaches over https or ssh."""
+    return bool(_URL.fullmatch(repo) or _SCP.fullmatch(repo))
+
+
+def _check(record: Record, *, allow_local_repos: bool) -> None:
     """Refuse what must not or cannot be replayed, before anything runs."""
     repro, fix = record.reproduction, record.fix
     if repro is None:
@@ -145,29 +163,35 @@ def _check(record: Record) -> None:
         raise _Stop("refused", f"not a commit id: {repro.commit}")
     if not repro.repo or repro.repo.startswith("-"):
         raise _Stop("refused", f"not a repository: {repro.repo}")
+    if not allow_local_repos and not remote_allowed(repro.repo):
+        raise _Stop("refused", LOCAL_REFUSED.format(repo=repro.repo))
 
 
-def _replay_in(record: Record, scratch: Path, deadline: float, *, network: bool, writes: bool) -> str:
+def _replay_in(record: Record, scratch: Path, deadline: float, sandbox: Sandbox, *, local: bool) -> str:
     repro, fix = record.reproduction, record.fix
     assert repro is not None and fix is not None  # _check
-    top, home = scratch / "checkout", scratch / "home"
+    top, home, etc = scratch / "checkout", scratch / "home", scratch / "etc"
     home.mkdir()
-    _git(["clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", repro.repo, str(top)], scratch, deadline)
+    etc_files(etc)
+    protocols = () if local else _REMOTE_ONLY
+    clone = [*protocols, "clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", repro.repo, str(top)]
+    _git(clone, scratch, deadline)
     _git(["checkout", "--quiet", "--detach", repro.commit], top, deadline)
     cwd = _inside(top, "", repro.cwd) if repro.cwd else top
     if not cwd.is_dir():
         raise _Stop("checkout", f"no folder {repro.cwd} at {repro.commit[:12]}")
     env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
-    env.update(HOME=str(home), TMPDIR=str(home), GIT_TERMINAL_PROMPT="0")
-
+    if sandbox.contained:
+        env.update(HOME=HOME, TMPDIR="/tmp", USER="replay", LOGNAME="replay", GIT_TERMINAL_PROMPT="0")
+    else:
+        env.update(HOME=str(home), TMPDIR=str(home), GIT_TERMINAL_PROMPT="0")
     shell = shutil.which("bash") or "/bin/sh"
-    # The checkout and the temp folder (HOME, TMPDIR) only; not the checkout's .git, which the
-    # runner's own git reads after the command ran (its config could name a program to run).
-    writable = None if writes else [top, home]
 
     def run(command: str, step: str) -> _Run:
-        argv = confined([shell, "-c", command], network=network, writable=writable, read_only=[top / ".git"])
-        result = _run(argv, cwd, env, deadline)
+        argv = wrap(sandbox, [shell, "-c", command], checkout=top, home=home, etc=etc, cwd=repro.cwd)
+        confining = cgroup.processes(sandbox.limits.processes) if sandbox.contained else contextlib.nullcontext()
+        with confining as group:
+            result = _run(cgroup.enter(group, argv), cwd if not sandbox.contained else scratch, env, deadline)
         if result.code is None:
             raise _Stop("timeout", f"the time limit ran out during {step}: {_tail(result.output)}")
         return result
@@ -237,10 +261,11 @@ def _apply_diff(diff: str, top: Path, scratch: Path, deadline: float) -> None:
 
 def _git(args: list[str], cwd: Path, deadline: float, *, stage: str = "checkout") -> None:
     result = _run([*_GIT, *args], cwd, None, deadline, extra_env={"GIT_TERMINAL_PROMPT": "0"})
+    verb = next(a for a in args if not a.startswith("-") and "=" not in a)
     if result.code is None:
-        raise _Stop("timeout", f"the time limit ran out during git {args[0]}")
+        raise _Stop("timeout", f"the time limit ran out during git {verb}")
     if result.code != 0:
-        raise _Stop(stage, f"git {args[0]} failed: {_tail(result.output)}")
+        raise _Stop(stage, f"git {verb} failed: {_tail(result.output)}")
 
 
 def _run(
@@ -317,8 +342,11 @@ def _tail(output: str) -> str:
 
 
 def _make_removable(folder: Path) -> None:
-    """A command may leave read-only folders (Go's module cache does): open them so the checkout goes."""
+    """A command may leave read-only folders (Go's module cache does): open them so the checkout goes.
+    Not through a link: one the command left could name any folder of the runner."""
     for path, dirs, _files in os.walk(folder):
         for name in dirs:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(path, name), 0o700)
+            inner = os.path.join(path, name)
+            if not os.path.islink(inner):
+                with contextlib.suppress(OSError):
+                    os.chmod(inner, 0o700)
