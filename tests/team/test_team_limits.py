@@ -91,13 +91,13 @@ class Tokens:
 
 def test_the_rate_is_taken_before_the_token_is_looked_up() -> None:
     db, buckets = Tokens(), Buckets(1)
-    made, _ = request({"Authorization": "Bearer made-up"})
+    made, _ = request({"Authorization": "Bearer jiyi_made-up"})
     with pytest.raises(Unauthorized):
         run(authenticate(made, db, buckets))  # type: ignore[arg-type]
     with pytest.raises(Limited) as limited:
         run(authenticate(made, db, buckets))  # type: ignore[arg-type]
     assert limited.value.retry_after == 60
-    assert db.looked_up == ["made-up"]  # the flood stops before the database
+    assert db.looked_up == ["jiyi_made-up"]  # the flood stops before the database
 
 
 def test_the_body_is_counted_as_it_arrives_whatever_content_length_says() -> None:

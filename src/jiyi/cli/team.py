@@ -113,6 +113,8 @@ def serve_command(
         port=port,
         workers=workers,
         timeout_keep_alive=keep_alive,
+        # A request's headers must arrive within 10 s (uvicorn has no such bound): team.server.connection.
+        http="jiyi.team.server.connection:HeadersDeadline",
     )
 
 

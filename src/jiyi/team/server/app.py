@@ -40,7 +40,18 @@ from ...store.postgres.team import ACCEPTED, FORGOTTEN, REFUSED, UNCHANGED, UNKN
 from ...store.postgres.upgrade import upgrade_on_start
 from ...transfer import record_from_json
 from ..protocol import MAX_BODY, PUSH_BATCH  # the client cuts its pushes under the same limits
-from .limits import RATE_PER_MINUTE, Buckets, Limited, TooLarge, authenticate, read_body
+from .limits import (
+    BODY_SECONDS,
+    FAILED_PER_MINUTE,
+    RATE_PER_MINUTE,
+    Buckets,
+    Failures,
+    Limited,
+    TooLarge,
+    TooSlow,
+    authenticate,
+    read_body,
+)
 
 log = logging.getLogger("jiyi.team")
 T = TypeVar("T")
@@ -72,6 +83,9 @@ def _error_response(exc: JiyiError) -> JSONResponse:
         status = 429
     elif isinstance(exc, TooLarge):
         status = 413
+    elif isinstance(exc, TooSlow):
+        status = 408
+        headers["Connection"] = "close"  # the rest of the body may still be on its way
     else:
         status = _STATUS.get(exc.code, 503)
     if status == 503:
@@ -112,20 +126,23 @@ def create_app(
     read_db: PgDatabase | None = None,
     max_body: int = MAX_BODY,
     rate_per_minute: int = RATE_PER_MINUTE,
+    failed_per_minute: int = FAILED_PER_MINUTE,
+    body_seconds: float = BODY_SECONDS,
     lifespan: Callable[[Starlette], Any] | None = None,
 ) -> Starlette:
     """The app over ``db`` (the primary), the ``READ_ROUTES`` reading ``read_db`` when given."""
     buckets = Buckets(rate_per_minute)
+    failures = Failures(failed_per_minute)
     reader = read_db or db
 
     async def blocking(fn: Callable[[], T]) -> T:
         return await run_in_threadpool(fn)
 
     async def member_of(request: Request) -> Member:
-        return await authenticate(request, db, buckets)
+        return await authenticate(request, db, buckets, failures)
 
     async def body_of(request: Request) -> Any:
-        return await read_body(request, max_body)
+        return await read_body(request, max_body, body_seconds)
 
     def endpoint(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
