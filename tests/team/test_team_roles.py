@@ -58,8 +58,6 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
 ) -> None:
     line = with_reproduction(lines(tmp_path, YAML)[0])
     alice = db.create_token("alpha", "alice")
-    runner = db.create_token("alpha", "ci-runner", "runner")
-    operator = db.create_token("alpha", "ops", "operator")
     run = {"passed": True, "how": "replay", "environment": "os=linux", "detail": "passed"}
     with client(url, alice) as http:
         http.post("/v1/push", json={"machine": "a", "records": [line]}).raise_for_status()
@@ -69,9 +67,9 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
         assert rows_of(db, "SELECT count(*) FROM verifications") == [(0,)]
         assert http.get("/v1/changes").json()["records"][0]["origin"] == "note"
         assert [c["hex"] for c in http.get("/v1/verify/candidates").json()["records"]] == [line["hex"]]
-    with client(url, runner) as http:
+    with client(url, db.create_token("alpha", "ci-runner", "runner")) as http:
         assert http.post(f"/v1/verify/{line['hex']}", json=run).json()["verification"]["passed"] == 1
-    with client(url, operator) as http:
+    with client(url, db.create_token("alpha", "ops", "operator")) as http:
         failed = {**run, "passed": False}
         assert http.post(f"/v1/verify/{line['hex']}", json=failed).json()["verification"]["tries"] == 2
     with client(url, alice) as http:  # any member sees who reported each run
@@ -131,7 +129,6 @@ def test_another_members_revision_is_refused_and_changes_nothing_but_their_evide
 ) -> None:
     alices, target = lines(tmp_path, YAML, ZLIB)
     alice, bob = db.create_token("alpha", "alice"), db.create_token("alpha", "bob")
-    operator = db.create_token("alpha", "ops", "operator")
     with client(url, alice) as http:
         http.post("/v1/push", json={"machine": "a", "records": [alices, target]}).raise_for_status()
         before = http.get("/v1/changes").json()
@@ -166,7 +163,7 @@ def test_another_members_revision_is_refused_and_changes_nothing_but_their_evide
     ops = {**alices, "revision": 3, "title": "Install PyYAML (the operator's revision)"}
     with client(url, alice) as http:
         assert http.post("/v1/push", json={"machine": "a", "records": [mine]}).json()["accepted"] == [alices["hex"]]
-    with client(url, operator) as http:
+    with client(url, db.create_token("alpha", "ops", "operator")) as http:
         assert http.post("/v1/push", json={"machine": "o", "records": [ops]}).json()["accepted"] == [alices["hex"]]
     assert author_of(db, alices["hex"]) == "alice"
     assert rows_of(db, "SELECT title FROM records WHERE author = 'alice' AND revision = 3") == [
@@ -267,17 +264,10 @@ def test_a_raw_push_and_a_replay_detail_are_redacted_before_they_are_stored(
     line["fix"] = {"kind": "command", "command": f"{aws} pip install pyyaml"}
     line["reproduction"]["command"] = f"GITHUB_TOKEN={github} python -c 'import yaml'"
     line["revisions"][0]["snapshot"] = {**line["revisions"][0]["snapshot"], "what": line["what"]}
-    alice = db.create_token("alpha", "alice")
-    runner = db.create_token("alpha", "ci", "runner")
-    with client(url, alice) as http:
+    with client(url, db.create_token("alpha", "alice")) as http:
         assert http.post("/v1/push", json={"machine": "a", "records": [line]}).json()["accepted"] == [line["hex"]]
-    with client(url, runner) as http:
-        run = {"passed": False, "environment": "os=linux", "detail": f"still-failing: {aws}\ntoken {github}"}
-        http.post(f"/v1/verify/{line['hex']}", json=run).raise_for_status()
     stored = "\n".join(
-        str(row[0])
-        for table in ("records", "revisions", "verifications")
-        for row in rows_of(db, f"SELECT t::text FROM {table} t")
+        str(row[0]) for table in ("records", "revisions") for row in rows_of(db, f"SELECT t::text FROM {table} t")
     )
     with client(url, db.create_token("alpha", "bob")) as http:
         pulled = json.dumps(http.get("/v1/changes").json())
@@ -286,5 +276,11 @@ def test_a_raw_push_and_a_replay_detail_are_redacted_before_they_are_stored(
         assert "[REDACTED:github-token]" in text and "[REDACTED:aws-access-key]" in text
     assert "[REDACTED:aws-secret-key]" in stored
     assert "ModuleNotFoundError" in pulled and "pip install pyyaml" in pulled  # the rest stays as sent
+    # A replay run's detail (the replayed command's output) likewise.
+    with client(url, db.create_token("alpha", "ci", "runner")) as http:
+        run = {"passed": False, "environment": "os=linux", "detail": f"still-failing: {aws}\ntoken {github}"}
+        http.post(f"/v1/verify/{line['hex']}", json=run).raise_for_status()
+    runs = "\n".join(str(row[0]) for row in rows_of(db, "SELECT t::text FROM verifications t"))
+    assert github not in runs and access not in runs and secret not in runs
     detail = rows_of(db, "SELECT detail FROM verifications")[0][0]
     assert detail.startswith("still-failing: AWS_ACCESS_KEY_ID=[REDACTED:aws-access-key]")
