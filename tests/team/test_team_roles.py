@@ -266,6 +266,8 @@ def test_a_raw_push_and_a_replay_detail_are_redacted_before_they_are_stored(
     line["revisions"][0]["snapshot"] = {**line["revisions"][0]["snapshot"], "what": line["what"]}
     with client(url, db.create_token("alpha", "alice")) as http:
         assert http.post("/v1/push", json={"machine": "a", "records": [line]}).json()["accepted"] == [line["hex"]]
+        # Sent again (a retry): redacted the same way, so nothing changes.
+        assert http.post("/v1/push", json={"machine": "a", "records": [line]}).json()["unchanged"] == [line["hex"]]
     stored = "\n".join(
         str(row[0]) for table in ("records", "revisions") for row in rows_of(db, f"SELECT t::text FROM {table} t")
     )

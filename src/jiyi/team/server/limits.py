@@ -42,9 +42,10 @@ RATE_PER_MINUTE = 600  # a sync of 10 000 records is 100 pushes; an agent search
 # Failed token look-ups a client address may cause a minute (and in a burst): a person who mistyped
 # a token tries a few times; a flood of made-up ones is refused past this without the database.
 FAILED_PER_MINUTE = 30
-# How deep a body's JSON may nest: an export line is 4 levels deep (record, revisions, a revision's
-# snapshot, its fix). Deeper is refused, and Python's parser, which recurses, never meets the limit
-# of its stack (a RecursionError was an uncoded 500 with a traceback in the log).
+# How deep a body's JSON may nest: a push of export lines is 7 levels deep (body, records, a record,
+# its revisions, a revision, its snapshot, the snapshot's fix). Deeper is refused, and where Python's
+# parser, which recurses, meets the limit of its stack, that is refused too (a RecursionError was an
+# uncoded 500 with a traceback in the log).
 MAX_DEPTH = 32
 # How long a request's body may take to arrive once its headers did (1 MiB at 2 Mbit/s is 4 s). The
 # headers' own deadline is the connection's (``connection``).
