@@ -125,6 +125,11 @@ class Failures:
                 return True
         return False
 
+    def failed(self, key: str) -> None:
+        """A token that no longer works (revoked) counts against its address again."""
+        with self._lock:
+            self._good.pop(key, None)
+
     def succeeded(self, key: str) -> None:
         with self._lock:
             self._good[key] = None
@@ -151,6 +156,8 @@ async def authenticate(request: Request, db: PgDatabase, buckets: Buckets, failu
             raise Limited(wait)
     found = await run_in_threadpool(lambda: db.authenticate(token))
     if found is None:
+        if failures is not None:
+            failures.failed(key)
         raise Unauthorized()
     if failures is not None:
         if reserved:
