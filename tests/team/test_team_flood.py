@@ -79,10 +79,14 @@ def test_a_flood_of_made_up_tokens_costs_a_bounded_number_of_look_ups(
     ids=["recursion", "nested-objects", "nested-detail"],
 )
 def test_deeply_nested_json_answers_a_coded_400_and_logs_no_traceback(db: PgDatabase, url: str, body: bytes) -> None:
-    token = db.create_token("alpha", "ci", "runner")
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    with logged("uvicorn.error") as seen, httpx.Client(base_url=url, headers=headers, trust_env=False) as http:
-        answers = [http.post(path, content=body) for path in ("/v1/push", "/v1/forget", "/v1/verify/" + "a" * 32)]
+    answers: list[httpx.Response] = []
+    with logged("uvicorn.error") as seen:
+        member = {"Authorization": f"Bearer {db.create_token('alpha', 'alice')}"}
+        with httpx.Client(base_url=url, headers=member, trust_env=False) as http:
+            answers += [http.post(path, content=body) for path in ("/v1/push", "/v1/forget")]
+        runner = {"Authorization": f"Bearer {db.create_token('alpha', 'ci', 'runner')}"}
+        with httpx.Client(base_url=url, headers=runner, trust_env=False) as http:
+            answers.append(http.post("/v1/verify/" + "a" * 32, content=body))
     for answer in answers:
         assert answer.status_code == 400
         assert {k: answer.json()[k] for k in ("code", "field")} == {"code": "E_INVALID_ARGUMENT", "field": "body"}
