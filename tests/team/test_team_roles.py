@@ -264,12 +264,16 @@ def test_a_raw_push_and_a_replay_detail_are_redacted_before_they_are_stored(
     line["fix"] = {"kind": "command", "command": f"{aws} pip install pyyaml"}
     line["reproduction"]["command"] = f"GITHUB_TOKEN={github} python -c 'import yaml'"
     line["revisions"][0]["snapshot"] = {**line["revisions"][0]["snapshot"], "what": line["what"]}
+    line["symbols"] = [*line["symbols"], github]  # anything, from a raw push
+    line["environment"] = {**line["environment"], "token": github}
     with client(url, db.create_token("alpha", "alice")) as http:
         assert http.post("/v1/push", json={"machine": "a", "records": [line]}).json()["accepted"] == [line["hex"]]
         # Sent again (a retry): redacted the same way, so nothing changes.
         assert http.post("/v1/push", json={"machine": "a", "records": [line]}).json()["unchanged"] == [line["hex"]]
     stored = "\n".join(
-        str(row[0]) for table in ("records", "revisions") for row in rows_of(db, f"SELECT t::text FROM {table} t")
+        str(row[0])
+        for table in ("records", "revisions", "symbols", "signatures")
+        for row in rows_of(db, f"SELECT t::text FROM {table} t")
     )
     with client(url, db.create_token("alpha", "bob")) as http:
         pulled = json.dumps(http.get("/v1/changes").json())

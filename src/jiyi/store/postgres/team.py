@@ -57,10 +57,19 @@ def _scrubbed(value: Any) -> Any:
     return value
 
 
-def _redacted(record: Record, revisions: list[Revision]) -> tuple[Record, list[Revision]]:
-    """A pushed record as the server keeps it: its texts, fix, reproduction and revisions redacted
-    (docs/spec.md §6), whatever the client did; the same objects when nothing was a secret, so a
-    retried push still merges as a no-op."""
+def _clean(values: Any) -> tuple[str, ...]:
+    """Signatures or symbols without any that holds a secret (a hash or a name has none; a raw push
+    could send anything)."""
+    return tuple(v for v in values if redact(str(v)) == str(v))
+
+
+def _redacted(
+    record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]]
+) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
+    """A pushed record as the server keeps it: every text it carries redacted (docs/spec.md §6),
+    whatever the client did — its fields, fix, reproduction, revisions and marks — and signatures
+    or symbols holding a secret dropped. The same text redacts to the same text, so a retried push
+    still merges as a no-op."""
     fix, repro = record.fix, record.reproduction
     if fix is not None:
         fix = replace(fix, **{k: redact(v) for k in ("command", "diff", "path", "content") if (v := getattr(fix, k))})
@@ -76,11 +85,21 @@ def _redacted(record: Record, revisions: list[Revision]) -> tuple[Record, list[R
         where=redact(record.where),
         learned=redact(record.learned),
         topic_key=redact(record.topic_key) if record.topic_key else record.topic_key,
+        project=redact(record.project),
+        session_id=redact(record.session_id),
+        tool_name=redact(record.tool_name) if record.tool_name else record.tool_name,
         environment={str(k): redact(str(v)) for k, v in record.environment.items()},
+        evidence_refs=[redact(str(ref)) for ref in record.evidence_refs],
+        signatures=_clean(record.signatures),
+        symbols=_clean(record.symbols),
         fix=fix,
         reproduction=repro,
     )
-    return record, [replace(rev, snapshot=_scrubbed(rev.snapshot)) for rev in revisions]
+    revisions = [
+        replace(rev, session_id=redact(rev.session_id), change=redact(rev.change), snapshot=_scrubbed(rev.snapshot))
+        for rev in revisions
+    ]
+    return record, revisions, [(redact(t), redact(r), redact(c)) for t, r, c in marks]
 
 
 class TeamStore(PgStore):
@@ -112,7 +131,7 @@ class TeamStore(PgStore):
         from ...analysis.indexing import derive
 
         record, revisions, marks = _parse(data)
-        record, revisions = _redacted(record, revisions)
+        record, revisions, marks = _redacted(record, revisions, marks)
         derived = derive(record)  # before the transaction: no lock waits on the analysis
         team = self.team
         refused = False
