@@ -76,6 +76,13 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
         runs = http.get(f"/v1/verify/{line['hex']}").json()["runs"]
     assert [(r["runner"], r["passed"]) for r in runs] == [("ci-runner", True), ("ops", False)]
     assert rows_of(db, "SELECT runner FROM verifications ORDER BY at") == [("ci-runner",), ("ops",)]
+    with client(url, None) as http:  # the OpenAPI document says so
+        paths = http.get("/openapi.json").json()["paths"]
+    listed = paths["/v1/verify/{hex}"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert "runner" in listed["properties"]["runs"]["items"]["properties"]
+    assert "runner" in paths["/v1/verify/{hex}"]["post"]["responses"]["403"]["description"]
+    pushed = paths["/v1/push"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert "refused" in pushed["properties"]
 
 
 def test_admin_add_member_gives_a_role_and_list_shows_it(
