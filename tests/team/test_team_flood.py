@@ -51,19 +51,22 @@ def test_a_flood_of_made_up_tokens_costs_a_bounded_number_of_look_ups(
     good = db.create_token("alpha", "alice")
     with serving(create_app(db, rate_per_minute=0)) as base, httpx.Client(base_url=base, trust_env=False) as http:
         assert http.get("/v1/changes", headers={"Authorization": f"Bearer {good}"}).status_code == 200
+        start = time.monotonic()
         answers = [
             http.get("/v1/changes", headers={"Authorization": f"Bearer jiyi_{secrets.token_urlsafe(32)}"})
             for _ in range(300)
         ]
+        elapsed = time.monotonic() - start
         # A member already working from the same address goes on working meanwhile.
         during = http.get("/v1/changes", headers={"Authorization": f"Bearer {good}"})
     statuses = [a.status_code for a in answers]
     made_up = len(looked) - 2  # the good token's two look-ups
-    assert made_up <= 30  # the address's budget of failed look-ups a minute, not one a token
+    assert made_up <= 30 + elapsed  # the address's budget of failed look-ups a minute, not one a token
     from jiyi.team.server.limits import FAILED_PER_MINUTE
 
-    assert made_up == FAILED_PER_MINUTE == statuses.count(401)
-    assert statuses.count(429) == 300 - FAILED_PER_MINUTE
+    # The budget, and what came back of it while the flood lasted.
+    assert FAILED_PER_MINUTE <= made_up <= FAILED_PER_MINUTE + int(elapsed * FAILED_PER_MINUTE / 60) + 1
+    assert statuses.count(401) == made_up and statuses.count(429) == 300 - made_up
     refused = next(a for a in answers if a.status_code == 429)
     assert refused.json()["code"] == "E_UNAVAILABLE" and int(refused.headers["Retry-After"]) >= 1
     assert during.status_code == 200
