@@ -32,13 +32,13 @@ def dead_url() -> str:
 
 
 @contextmanager
-def serving(app: Any, port: int = 0) -> Iterator[str]:
-    """``app`` served until the block ends; yields its base URL."""
+def serving(app: Any, port: int = 0, **options: Any) -> Iterator[str]:
+    """``app`` served until the block ends; yields its base URL. ``options`` go to uvicorn's Config."""
     import uvicorn
 
     sock = free_socket(port)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="none")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", ws="none", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -401,7 +401,9 @@ def test_a_pushed_note_is_replayed_by_team_verify_and_pulled_as_team_verified(
     dsn, schema = pg_schema
     db = PgDatabase(dsn, schema=schema)
     team = db.create_team("replayers")
-    writer_token, runner_token, reader_token = (db.create_token(team, m) for m in ("writer", "runner", "reader"))
+    writer_token, runner_token, reader_token = (
+        db.create_token(team, m, role) for m, role in (("writer", "member"), ("runner", "runner"), ("reader", "member"))
+    )
     path, _ = repo
     try:
         with serving(create_app(db)) as url:

@@ -68,7 +68,7 @@ def test_doctor_says_whether_the_team_server_answers_with_this_token(db: PgDatab
 
 
 def test_jiyi_show_lists_every_replay_run_the_team_holds(db: PgDatabase, url: str, tmp_path: Path) -> None:
-    token = db.create_token("alpha", "alice")
+    token = db.create_token("alpha", "alice", "runner")
     settings = machine(tmp_path, "a", url, token)
     with Memory(settings=settings) as memory, TeamClient.from_settings(settings) as client:
         store = memory.store
@@ -86,5 +86,6 @@ def test_jiyi_show_lists_every_replay_run_the_team_holds(db: PgDatabase, url: st
     assert shown.exit_code == 0, shown.output
     lines = shown.stdout.splitlines()
     runs = lines[lines.index("replay runs:") + 1 :][:2]
-    assert runs[0].endswith("· replay · os=linux · failed") and runs[1].endswith("· replay · os=linux · passed")
+    assert runs[0].endswith("· replay · os=linux · failed · by alice")
+    assert runs[1].endswith("· replay · os=linux · passed · by alice")
     assert [r["passed"] for r in json.loads(as_json.stdout)["replays"]] == [False, True]

@@ -15,8 +15,9 @@ pytest.importorskip("starlette", reason="the team extra is not installed (pip in
 from starlette.requests import Request
 
 from jiyi.errors import InvalidArgument, Unauthorized
+from jiyi.store.postgres.database import Member
 from jiyi.team.server import limits as team_limits
-from jiyi.team.server.limits import Buckets, Limited, TooLarge, authenticate, bearer_token, read_body
+from jiyi.team.server.limits import Buckets, Failures, Limited, TooLarge, authenticate, bearer_token, read_body
 
 
 def request(headers: dict[str, str], *chunks: bytes) -> tuple[Request, list[bytes]]:
@@ -91,13 +92,13 @@ class Tokens:
 
 def test_the_rate_is_taken_before_the_token_is_looked_up() -> None:
     db, buckets = Tokens(), Buckets(1)
-    made, _ = request({"Authorization": "Bearer made-up"})
+    made, _ = request({"Authorization": "Bearer jiyi_made-up"})
     with pytest.raises(Unauthorized):
         run(authenticate(made, db, buckets))  # type: ignore[arg-type]
     with pytest.raises(Limited) as limited:
         run(authenticate(made, db, buckets))  # type: ignore[arg-type]
     assert limited.value.retry_after == 60
-    assert db.looked_up == ["made-up"]  # the flood stops before the database
+    assert db.looked_up == ["jiyi_made-up"]  # the flood stops before the database
 
 
 def test_the_body_is_counted_as_it_arrives_whatever_content_length_says() -> None:
@@ -118,3 +119,38 @@ def test_the_body_is_counted_as_it_arrives_whatever_content_length_says() -> Non
     with pytest.raises(InvalidArgument) as not_json:
         run(read_body(request({}, b"{no")[0], 4000))
     assert not_json.value.field == "body" and not isinstance(not_json.value, TooLarge)
+
+
+class Known:
+    """A database that knows one token until it is revoked, and counts the look-ups."""
+
+    def __init__(self, token: str) -> None:
+        self.token: str | None = token
+        self.looked_up: list[str] = []
+
+    def authenticate(self, token: str) -> Member | None:
+        self.looked_up.append(token)
+        return Member(1, "alpha", "alice") if token == self.token else None
+
+
+def test_failed_look_ups_are_budgeted_per_address_and_a_good_token_goes_on() -> None:
+    good = "jiyi_good"
+    db, buckets, failures = Known(good), Buckets(0), Failures(3)
+
+    def attempt(token: str) -> str:
+        made, _ = request({"Authorization": f"Bearer {token}"})
+        made.scope["client"] = ("192.0.2.7", 4000)
+        try:
+            run(authenticate(made, db, buckets, failures))  # type: ignore[arg-type]
+        except Limited:
+            return "limited"
+        except Unauthorized:
+            return "refused"
+        return "ok"
+
+    assert attempt(good) == "ok"  # a good look-up costs no budget
+    assert [attempt(f"jiyi_made-up-{i}") for i in range(5)] == ["refused"] * 3 + ["limited"] * 2
+    assert len(db.looked_up) == 1 + 3  # the two past the budget never reached the database
+    assert attempt(good) == "ok"  # seen to succeed here: not stopped by its address's spent budget
+    db.token = None  # revoked: from now on it counts like any other
+    assert [attempt(good), attempt(good)] == ["refused", "limited"]

@@ -78,7 +78,7 @@ def test_health_needs_no_token_and_the_openapi_document_names_every_route(db: Pg
 def test_no_token_a_bad_token_and_a_revoked_one_are_refused(
     db: PgDatabase, url: str, method: str, path: str, body: Any
 ) -> None:
-    token = db.create_token("alpha", "alice")
+    token = db.create_token("alpha", "alice", "runner")  # a runner's: every route, replay reports too
     for header in ({}, {"Authorization": "Bearer jiyi_not-a-token"}, {"Authorization": f"Basic {token}"}):
         with httpx.Client(base_url=url, headers=header, trust_env=False) as http:
             answer = http.request(method, path, json=body)
@@ -121,7 +121,7 @@ def test_push_answers_accepted_then_unchanged_and_search_returns_rr_ids(
             "/v1/search", params={"q": "ld: undefined symbol deflate", "project": batch[1]["project_key"]}
         ).json()["hits"]
     assert sorted(first["accepted"]) == sorted(line["hex"] for line in batch) and first["unchanged"] == []
-    assert again == {"accepted": [], "unchanged": [line["hex"] for line in batch]}
+    assert again == {"accepted": [], "unchanged": [line["hex"] for line in batch], "refused": []}
     assert [h["id"] for h in hits][:1] == ["rr_" + batch[0]["hex"]]
     assert hits[0]["title"] == YAML["title"]
     assert project_hits == []  # a project-scope record only in its project
@@ -190,7 +190,7 @@ def test_replay_candidates_and_a_reported_run(db: PgDatabase, url: str, tmp_path
         "repo": "https://example.invalid/r",
         "commit": "0" * 40,
     }
-    with client(url, db.create_token("alpha", "alice")) as http:
+    with client(url, db.create_token("alpha", "alice", "runner")) as http:
         http.post("/v1/push", json={"machine": "a", "records": [line]}).raise_for_status()
         candidates = http.get("/v1/verify/candidates").json()["records"]
         run = {"passed": True, "how": "replay", "environment": "os=linux", "detail": "ok"}
@@ -224,7 +224,7 @@ def test_admin_commands_make_teams_and_tokens_that_the_server_takes_and_revokes(
     assert added.exit_code == 0 and token.startswith("jiyi_") and "shown once" in added.stderr
     listed = json.loads(runner.invoke(main, ["team", "admin", "list", "--json"]).stdout)
     assert [t["team"] for t in listed] == ["alpha", "beta", "gamma"]
-    assert listed[2]["members"] == [{"member": "dana-laptop", "live_tokens": 1, "tokens": 1}]
+    assert listed[2]["members"] == [{"member": "dana-laptop", "role": "member", "live_tokens": 1, "tokens": 1}]
     with client(url, token) as http:
         assert http.get("/v1/changes").status_code == 200
         revoked = runner.invoke(main, ["team", "admin", "revoke", "--team", "gamma", "--member", "dana-laptop"])
@@ -341,7 +341,7 @@ def test_with_a_read_replica_reads_come_from_it_and_writes_and_tokens_stay_on_th
         candidates = http.get("/v1/verify/candidates").json()["records"]
         assert db.revoke_token(token) == 1
         revoked = http.get("/v1/changes")
-    assert answer == {"accepted": [pushed["hex"]], "unchanged": []}
+    assert answer == {"accepted": [pushed["hex"]], "unchanged": [], "refused": []}
     assert rows_of(db, "SELECT hex FROM records") == [(pushed["hex"],)]  # the push landed on the primary
     # Read on the replica: its record, and not the push it has not received (a real one would after its lag).
     assert [r["hex"] for r in pulled["records"]] == [only_there["hex"]] and pulled["more"] is False
@@ -461,6 +461,7 @@ def test_forget_takes_a_record_out_of_pulls_and_search_and_purge_erases_it(
         assert http.post("/v1/push", json={"machine": "b", "records": [hard]}).json() == {
             "accepted": [],
             "unchanged": [hard["hex"]],
+            "refused": [],
         }
         assert server_count(db, "alpha") == 1
         # Retried: answered the same, and the other team's record of that hex is untouched.
@@ -495,12 +496,13 @@ def test_only_the_member_who_pushed_a_record_first_may_forget_or_purge_it(
     alice, bob = db.create_token("alpha", "alice"), db.create_token("alpha", "bob")
     with client(url, alice) as http, client(url, bob) as other:
         assert http.post("/v1/push", json={"machine": "a", "records": [alices, old]}).status_code == 200
-        # A revision pushed by another member is taken, as always; the record stays its author's.
+        # A revision pushed by another member is refused (only the author revises); the record stays alice's.
         newer = {**alices, "revision": 2, "title": "Install PyYAML (bob's revision)"}
-        assert other.post("/v1/push", json={"machine": "b", "records": [newer, bobs]}).json()["accepted"] == [
-            alices["hex"],
-            bobs["hex"],
-        ]
+        assert other.post("/v1/push", json={"machine": "b", "records": [newer, bobs]}).json() == {
+            "accepted": [bobs["hex"]],
+            "unchanged": [],
+            "refused": [alices["hex"]],
+        }
         assert (author_of(db, alices["hex"]), author_of(db, bobs["hex"])) == ("alice", "bob")
         # Stored before the server kept authors: any member's to take out, as before.
         with db.cursor() as cur:

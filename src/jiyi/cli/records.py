@@ -196,7 +196,8 @@ def show_command(ref: str, as_json: bool) -> None:
             click.echo("replay runs:")
             for run in runs:
                 verdict = "passed" if run["passed"] else "failed"
-                click.echo(f"  {formats.day(run['at'])} · {run['how']} · {run['environment']} · {verdict}")
+                runner = f" · by {run['runner']}" if run.get("runner") else ""  # unnamed before runner roles
+                click.echo(f"  {formats.day(run['at'])} · {run['how']} · {run['environment']} · {verdict}{runner}")
         elif runs_error:
             click.echo(f"replay runs: {runs_error}")
         heading, word = ("Revisions:", "revision") if locale == "en" else ("修订记录：", "修订")

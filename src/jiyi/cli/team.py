@@ -113,6 +113,8 @@ def serve_command(
         port=port,
         workers=workers,
         timeout_keep_alive=keep_alive,
+        # A request's headers must arrive within 10 s (uvicorn has no such bound): team.server.connection.
+        http="jiyi.team.server.connection:HeadersDeadline",
     )
 
 
@@ -209,6 +211,12 @@ def sync_command(push_only: bool, pull_only: bool, quiet: bool) -> None:
         if p.forgets_refused:
             forgot += f", {p.forgets_refused} forget(s) refused (see jiyi team status)"
         click.echo(f"pushed {p.sent} record(s): {p.accepted} stored, {p.unchanged} unchanged{refused}{forgot}")
+        if p.revisions_refused:
+            click.echo(
+                f"refused by the team server: {len(p.revisions_refused)} revision(s) of records another member "
+                "pushed first (only they or an operator revise them); kept on this machine, not sent again: "
+                + ", ".join("lr_" + h for h in p.revisions_refused)
+            )
     if report.pulled is not None:
         q = report.pulled
         click.echo(
@@ -234,6 +242,7 @@ def status_command(as_json: bool) -> None:
             outbox.enable(store)  # what was noted before the first sync counts as pending
         state = outbox.status(store, settings.team_push)
         refused = forget.refused(store)
+        revisions = outbox.refused_revisions(store)
     except JiyiError as exc:
         fail(exc)
     finally:
@@ -241,6 +250,7 @@ def status_command(as_json: bool) -> None:
     data: dict[str, Any] = {"team_url": settings.team_url, "configured": settings.team, "team_push": settings.team_push}
     data.update(state.to_dict())
     data["refused_forgets"] = [{"id": "lr_" + h, "purge": p, "at": at} for h, p, at in refused]
+    data["refused_revisions"] = [{"id": "lr_" + h, "revision": r, "at": at} for h, r, at in revisions]
     if as_json:
         emit_json(data)
         return
@@ -263,6 +273,14 @@ def status_command(as_json: bool) -> None:
         )
         for hexid, purge, at in refused:
             click.echo(f"  lr_{hexid} ({'purge' if purge else 'forget'}, {at})")
+    if revisions:
+        click.echo(
+            f"refused by the team server: {len(revisions)} revision(s) of records another member pushed first "
+            "(only they or an operator revise them; write your own note, relates_to outdated, instead); "
+            "kept on this machine:"
+        )
+        for hexid, revision, at in revisions:
+            click.echo(f"  lr_{hexid} (revision {revision}, {at})")
     if state.last_error:
         click.echo(f"last error: {state.last_error}")
     if state.retry_at:

@@ -38,21 +38,30 @@ def create_team_command(name: str, dsn: str, schema: str) -> None:
 @admin_group.command("add-member")
 @click.argument("team")
 @click.argument("name")
+@click.option(
+    "--role",
+    type=click.Choice(["member", "runner", "operator"]),
+    default="member",
+    show_default=True,
+    help="member: push, pull, search, forget its own records; runner: also report replay results; "
+    "operator: everything, revise and forget any record included.",
+)
 @dsn_option
 @schema_option
-def add_member_command(team: str, name: str, dsn: str, schema: str) -> None:
+def add_member_command(team: str, name: str, role: str, dsn: str, schema: str) -> None:
     """Make a token for member NAME of TEAM and print it (once: only its hash is kept).
 
     Give each machine a token of its own (e.g. alice-laptop): the team counts evidence per token's
-    member, so two machines on one member would overwrite each other's counts.
+    member, so two machines on one member would overwrite each other's counts. A replay runner
+    (jiyi team verify) needs --role runner: a member's replay report is refused.
     """
     with database(dsn, schema) as db:
         try:
-            token = db.create_token(team, name)
+            token = db.create_token(team, name, role)
         except JiyiError as exc:
             fail(exc)
     click.echo(token)
-    click.echo(f"token of {name} in {team}: shown once, keep it as team_token", err=True)
+    click.echo(f"token of {name} ({role}) in {team}: shown once, keep it as team_token", err=True)
 
 
 @admin_group.command("revoke")
@@ -115,7 +124,7 @@ def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str,
 @schema_option
 @json_option
 def list_command(dsn: str, schema: str, as_json: bool) -> None:
-    """The teams, their members and how many live tokens each has."""
+    """The teams, their members, the roles of their tokens and how many are live."""
     from ..analysis.lexical import VERSION
     from ..store.postgres.store import PgStore
 
@@ -124,13 +133,15 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
         terms = {t.id: PgStore(db, t.id).lexical_state() for t in teams}
         with db.cursor() as cur:
             cur.execute(
-                "SELECT team_id, member, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
-                "GROUP BY team_id, member ORDER BY team_id, member"
+                "SELECT team_id, member, role, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
+                "GROUP BY team_id, member, role ORDER BY team_id, member, role"
             )
             rows = cur.fetchall()
     members: dict[int, list[dict[str, Any]]] = {}
-    for team_id, member, live, total in rows:
-        members.setdefault(int(team_id), []).append({"member": member, "live_tokens": live, "tokens": total})
+    for team_id, member, role, live, total in rows:
+        members.setdefault(int(team_id), []).append(
+            {"member": member, "role": role, "live_tokens": live, "tokens": total}
+        )
     data: list[dict[str, Any]] = [
         {
             "team": t.name,
@@ -153,7 +164,7 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
                 "(jiyi team admin reindex --terms finishes it)"
             )
         for m in entry["members"]:
-            click.echo(f"  {m['member']}: {m['live_tokens']} live token(s) of {m['tokens']}")
+            click.echo(f"  {m['member']} ({m['role']}): {m['live_tokens']} live token(s) of {m['tokens']}")
     if not data:
         click.echo("no teams yet: jiyi team admin create-team NAME")
 

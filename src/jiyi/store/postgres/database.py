@@ -35,6 +35,10 @@ from . import migrations
 
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 TOKEN_PREFIX = "jiyi_"
+# What a token may do (docs/team-protocol.md, "Roles"), least first: a member pushes, pulls,
+# searches and takes out what it authored; a runner also reports replay results; an operator
+# may do everything, revise and take out any record included.
+ROLES = ("member", "runner", "operator")
 
 Cursor = psycopg.Cursor[TupleRow]
 
@@ -64,6 +68,16 @@ class Member:
     team_id: int
     team: str
     name: str
+    role: str = "member"
+
+    @property
+    def operator(self) -> bool:
+        return self.role == "operator"
+
+    @property
+    def runner(self) -> bool:
+        """May report replay results: a runner, or the operator."""
+        return self.role in ("runner", "operator")
 
 
 def token_hash(token: str) -> str:
@@ -246,16 +260,19 @@ class PgDatabase:
             raise InvalidArgument("team", f"no such team: {team}")
         return int(row[0])
 
-    def create_token(self, team: int | str, member: str) -> str:
-        """A new token for ``member`` of ``team`` (id or name), returned once: only its sha256 is kept."""
+    def create_token(self, team: int | str, member: str, role: str = "member") -> str:
+        """A new token for ``member`` of ``team`` (id or name) with ``role`` (``ROLES``), returned
+        once: only its sha256 is kept."""
         if not member.strip():
             raise InvalidArgument("member", "empty")
+        if role not in ROLES:
+            raise InvalidArgument("role", f"one of {', '.join(ROLES)}")
         team_id = self.team_id(team)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self.cursor() as cur:
             cur.execute(
-                "INSERT INTO tokens (hash, team_id, member, created) VALUES (%s, %s, %s, %s)",
-                (token_hash(token), team_id, member, now()),
+                "INSERT INTO tokens (hash, team_id, member, created, role) VALUES (%s, %s, %s, %s, %s)",
+                (token_hash(token), team_id, member, now(), role),
             )
         return token
 
@@ -284,12 +301,12 @@ class PgDatabase:
             return None
         with self.cursor() as cur:
             cur.execute(
-                "SELECT t.id, t.name, k.member FROM tokens k JOIN teams t ON t.id = k.team_id "
+                "SELECT t.id, t.name, k.member, k.role FROM tokens k JOIN teams t ON t.id = k.team_id "
                 "WHERE k.hash = %s AND k.revoked IS NULL",
                 (token_hash(token),),
             )
             row = cur.fetchone()
-        return None if row is None else Member(int(row[0]), str(row[1]), str(row[2]))
+        return None if row is None else Member(int(row[0]), str(row[1]), str(row[2]), str(row[3]))
 
     def team_of(self, hexid: str, *, prefer: int | None = None) -> int | None:
         """The team that holds record ``hexid`` (for E_FORBIDDEN), None when no team does; when

@@ -379,6 +379,28 @@ migration(
 )
 
 
+# What a token may do (docs/team-protocol.md, "Roles"): ``member`` pushes, pulls, searches and takes
+# out what it authored; ``runner`` also reports replay results; ``operator`` may do everything,
+# take out and revise any record included. Tokens made before this step were all alike and read as
+# members. A constant default: adding the column rewrites no row.
+migration(
+    "m011_token_roles",
+    """
+    ALTER TABLE tokens ADD COLUMN role text NOT NULL DEFAULT 'member'
+        CHECK (role IN ('member', 'runner', 'operator'));
+    """,
+)
+
+
+# Which runner (the token's member name) reported a replay run; NULL for runs reported before.
+migration(
+    "m012_verification_runners",
+    """
+    ALTER TABLE verifications ADD COLUMN runner text;
+    """,
+)
+
+
 def recorded(conn: psycopg.Connection[Any]) -> list[str]:
     """The names ``conn``'s schema (its search_path) recorded, in the order applied; none without
     a ``_migrations``. Reads only."""

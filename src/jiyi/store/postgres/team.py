@@ -9,11 +9,13 @@ line twice therefore changes nothing, and a no-op leaves ``seq`` alone so pulls 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from ...analysis.redact import redact
 from ...errors import InvalidArgument, NotFound
 from ...records import Record, Revision, Verification, is_hex, now
 from ...transfer import record_from_json, record_to_json
@@ -22,8 +24,9 @@ from .store import PgStore
 # The origins a machine gives its own records, in the order confirmation raises them (docs/spec.md §5: a
 # note becomes local_auto when its failure goes away). team / team_verified are the server's word.
 _CONFIRMATION = {"note": 0, "local_auto": 1, "human": 2}
-# What ``forget`` answers for a record (the lists of POST /v1/forget's answer).
+# What ``forget`` answers for a record (the lists of POST /v1/forget's answer), and ``merge`` (POST /v1/push's).
 FORGOTTEN, UNKNOWN, REFUSED = "forgotten", "unknown", "refused"
+ACCEPTED, UNCHANGED = "accepted", "unchanged"
 
 
 def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
@@ -43,6 +46,62 @@ def _parse(data: dict[str, Any]) -> tuple[Record, list[Revision], list[tuple[str
     return record, revisions, marks
 
 
+def _scrubbed(value: Any) -> Any:
+    """``value`` with every string in it redacted (a revision's snapshot: the fields as they were)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
+def _clean(values: Any) -> tuple[str, ...]:
+    """Signatures or symbols without any that holds a secret (a hash or a name has none; a raw push
+    could send anything)."""
+    return tuple(v for v in values if redact(str(v)) == str(v))
+
+
+def _redacted(
+    record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]]
+) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
+    """A pushed record as the server keeps it: every text it carries redacted (docs/spec.md §6),
+    whatever the client did — its fields, fix, reproduction, revisions and marks — and signatures
+    or symbols holding a secret dropped. The same text redacts to the same text, so a retried push
+    still merges as a no-op."""
+    fix, repro = record.fix, record.reproduction
+    if fix is not None:
+        fix = replace(fix, **{k: redact(v) for k in ("command", "diff", "path", "content") if (v := getattr(fix, k))})
+    if repro is not None:
+        repro = replace(
+            repro, **{k: redact(v) for k in ("command", "repo", "cwd", "check") if (v := getattr(repro, k))}
+        )
+    record = replace(
+        record,
+        title=redact(record.title),
+        what=redact(record.what),
+        why=redact(record.why),
+        where=redact(record.where),
+        learned=redact(record.learned),
+        topic_key=redact(record.topic_key) if record.topic_key else record.topic_key,
+        project=redact(record.project),
+        session_id=redact(record.session_id),
+        tool_name=redact(record.tool_name) if record.tool_name else record.tool_name,
+        environment={str(k): redact(str(v)) for k, v in record.environment.items()},
+        evidence_refs=[redact(str(ref)) for ref in record.evidence_refs],
+        signatures=_clean(record.signatures),
+        symbols=_clean(record.symbols),
+        fix=fix,
+        reproduction=repro,
+    )
+    revisions = [
+        replace(rev, session_id=redact(rev.session_id), change=redact(rev.change), snapshot=_scrubbed(rev.snapshot))
+        for rev in revisions
+    ]
+    return record, revisions, [(redact(t), redact(r), redact(c)) for t, r, c in marks]
+
+
 class TeamStore(PgStore):
     """A team's store as the team server uses it: ``PgStore`` and the operations beyond the
     ``Store`` interface (merging a push, changes by cursor, forget for the team, verifications)::
@@ -50,24 +109,37 @@ class TeamStore(PgStore):
         TeamStore(db, member.team_id).merge_pushed(line, member.name)
     """
 
-    def merge_pushed(self, data: dict[str, Any], member: str) -> bool:
+    def merge_pushed(self, data: dict[str, Any], member: str, *, operator: bool = False) -> bool:
+        """``merge``: True when the line changed the record and nothing of it was refused."""
+        return self.merge(data, member, operator=operator) == ACCEPTED
+
+    def merge(self, data: dict[str, Any], member: str, *, operator: bool = False) -> str:
         """Merge one pushed record (an export line, ``transfer.record_to_json``, with its
-        ``reproduction``) from ``member``. A new record is inserted; a known one gains the revisions
-        it lacks (by number), takes the fields of the highest revision, gains the marks it lacks (by
-        target and relation), and ``member``'s evidence (absolute ``sources`` / ``used_success``)
-        replaces that member's earlier values, the record's counters being the sums over members.
-        The server's verification and ``team_verified`` origin are kept. False when nothing changed
-        (a retried push): then ``seq`` stays. ``InvalidArgument`` for a malformed line."""
+        ``reproduction``) from ``member``, its texts redacted first. A new record is inserted, with
+        ``member`` as its author; a known one gains the revisions it lacks (by number), takes the
+        fields of the highest revision, gains the marks it lacks (by target and relation), and
+        ``member``'s evidence (absolute ``sources`` / ``used_success``) replaces that member's
+        earlier values, the record's counters being the sums over members. The server's
+        verification and ``team_verified`` origin are kept.
+
+        Only the author (or an ``operator``) revises a record: from anyone else a higher revision,
+        revisions or marks the record lacks, or a raised origin are not taken, and the answer is
+        ``REFUSED`` (that member's evidence is still merged). A record stored before authors
+        (``m009_record_authors``) is claimed by the first member who revises it. ``UNCHANGED`` when
+        nothing changed (a retried push): then ``seq`` stays; else ``ACCEPTED``.
+        ``InvalidArgument`` for a malformed line."""
         from ...analysis.indexing import derive
 
         record, revisions, marks = _parse(data)
+        record, revisions, marks = _redacted(record, revisions, marks)
         derived = derive(record)  # before the transaction: no lock waits on the analysis
         team = self.team
+        refused = False
         with self.writing() as cur:
             # The row lock orders concurrent pushes of one record; two first pushes meet on the primary key
             # (the second waits for the first, then updates).
             cur.execute(
-                "SELECT revision, origin, verification FROM records WHERE team_id = %s AND hex = %s FOR UPDATE",
+                "SELECT revision, origin, verification, author FROM records WHERE team_id = %s AND hex = %s FOR UPDATE",
                 (team, record.hex),
             )
             row = cur.fetchone()
@@ -76,9 +148,16 @@ class TeamStore(PgStore):
             cur.execute("SELECT purged FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
             gone = cur.fetchone()
             if gone is not None and gone[0]:
-                return False
-            changed = self.put_revisions(cur, revisions) > 0
-            changed = self.put_marks(cur, record.hex, marks) > 0 or changed
+                return UNCHANGED
+            author = None if row is None else row[3]
+            mine = row is None or operator or author is None or author == member
+            changed = False
+            if mine:
+                changed = self.put_revisions(cur, revisions) > 0
+                changed = self.put_marks(cur, record.hex, marks) > 0 or changed
+            else:
+                # Another member's record: what the line would add is looked at, never written.
+                refused = record.revision > int(row[0]) or self._would_add(cur, record.hex, revisions, marks)  # type: ignore[index]
             cur.execute(
                 "INSERT INTO evidence AS e (team_id, hex, member, sources, used_success) VALUES (%s, %s, %s, %s, %s) "
                 "ON CONFLICT (team_id, hex, member) DO UPDATE SET sources = excluded.sources, "
@@ -89,7 +168,7 @@ class TeamStore(PgStore):
             changed = cur.rowcount > 0 or changed
             # The record's row last, after the evidence: the fewer statements that follow it, the
             # shorter a concurrent first push of the same record waits on its primary key.
-            if row is None or record.revision > int(row[0]):
+            if mine and (row is None or record.revision > int(row[0])):
                 # The server's own state survives a newer revision: its replays and what they concluded.
                 record.forgotten = False
                 record.verification = Verification.from_dict(row[2]) if row and row[2] else None
@@ -98,16 +177,25 @@ class TeamStore(PgStore):
                 elif record.origin not in _CONFIRMATION:  # a member cannot claim a replay verdict
                     record.origin = str(row[1]) if row else "note"
                 self.put(cur, record, derived, author=member)  # the author only when the row is new
+                if row is not None and author is None and not operator:  # stored before authors: claimed
+                    cur.execute(
+                        "UPDATE records SET author = %s WHERE team_id = %s AND hex = %s AND author IS NULL",
+                        (member, team, record.hex),
+                    )
                 if gone is not None:  # a new revision of a forgotten record is live again
                     cur.execute("DELETE FROM tombstones WHERE team_id = %s AND hex = %s", (team, record.hex))
                 changed = True
-            elif _CONFIRMATION.get(record.origin, -1) > _CONFIRMATION.get(str(row[1]), 99):
-                # Confirmed since, with no new revision (note -> local_auto): only upwards, so a retried
-                # older push that crosses the change does not take it back.
-                cur.execute(
-                    "UPDATE records SET origin = %s WHERE team_id = %s AND hex = %s", (record.origin, team, record.hex)
-                )
-                changed = True
+            elif row is not None and _CONFIRMATION.get(record.origin, -1) > _CONFIRMATION.get(str(row[1]), 99):
+                if mine:
+                    # Confirmed since, with no new revision (note -> local_auto): only upwards, so a retried
+                    # older push that crosses the change does not take it back.
+                    cur.execute(
+                        "UPDATE records SET origin = %s WHERE team_id = %s AND hex = %s",
+                        (record.origin, team, record.hex),
+                    )
+                    changed = True
+                else:
+                    refused = True
             if changed:
                 # After the row is written: a concurrent first push of the record has committed by then,
                 # and its member's evidence counts.
@@ -121,7 +209,21 @@ class TeamStore(PgStore):
                     (team, record.hex, team, record.hex),
                 )
                 self.bump(cur, [record.hex])
-            return changed
+            return REFUSED if refused else ACCEPTED if changed else UNCHANGED
+
+    def _would_add(self, cur: Any, hexid: str, revisions: list[Revision], marks: list[tuple[str, str, str]]) -> bool:
+        """Whether a line brings revisions (by number) or marks (by target and relation) the record lacks."""
+        if revisions:
+            cur.execute("SELECT revision FROM revisions WHERE team_id = %s AND hex = %s", (self.team, hexid))
+            if {r.revision for r in revisions} - {int(r[0]) for r in cur.fetchall()}:
+                return True
+        if marks:
+            cur.execute(
+                "SELECT target_hex, relation FROM relations WHERE team_id = %s AND source_hex = %s", (self.team, hexid)
+            )
+            if {(t, r) for t, r, _ in marks} - {(str(t), str(r)) for t, r in cur.fetchall()}:
+                return True
+        return False
 
     def _lines(self, rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
         """Export lines of (hex, seq) rows, in their order."""
@@ -228,15 +330,23 @@ class TeamStore(PgStore):
             if cur.fetchone() is None:
                 raise NotFound("rr_" + hexid)
             cur.execute(
-                "SELECT at, how, environment, passed FROM verifications WHERE team_id = %s AND hex = %s ORDER BY at",
+                "SELECT at, how, environment, passed, runner FROM verifications WHERE team_id = %s AND hex = %s "
+                "ORDER BY at",
                 (self.team, hexid),
             )
-            return [{"at": r[0], "how": r[1], "environment": r[2], "passed": bool(r[3])} for r in cur.fetchall()]
+            return [
+                {"at": r[0], "how": r[1], "environment": r[2], "passed": bool(r[3]), "runner": r[4]}
+                for r in cur.fetchall()
+            ]
 
-    def add_verification(self, hexid: str, *, passed: bool, how: str, environment: str, detail: str) -> Verification:
-        """Keep one replay run of record ``hexid`` and return its updated summary (last date, how,
-        environment, passed / tries); a passing run makes the origin ``team_verified``; the
-        record's ``seq`` moves. ``NotFound`` when the team has no such live record."""
+    def add_verification(
+        self, hexid: str, *, passed: bool, how: str, environment: str, detail: str, runner: str | None = None
+    ) -> Verification:
+        """Keep one replay run of record ``hexid``, reported by ``runner`` (a token's member name),
+        and return its updated summary (last date, how, environment, passed / tries); a passing run
+        makes the origin ``team_verified``; the record's ``seq`` moves. The texts are redacted
+        first: the detail is the replay's output. ``NotFound`` when the team has no such live record."""
+        how, environment, detail = redact(how), redact(environment), redact(detail)
         team = self.team
         with self.db.cursor() as cur:
             cur.execute(
@@ -247,9 +357,9 @@ class TeamStore(PgStore):
             if row is None:
                 raise NotFound("rr_" + hexid)
             cur.execute(
-                "INSERT INTO verifications (team_id, hex, at, passed, how, environment, detail) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (team, hexid, now(), passed, how, environment, detail),
+                "INSERT INTO verifications (team_id, hex, at, passed, how, environment, detail, runner) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (team, hexid, now(), passed, how, environment, detail, runner),
             )
             before = Verification.from_dict(row[0]) if row[0] else None
             summary = Verification(

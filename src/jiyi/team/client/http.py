@@ -73,9 +73,11 @@ class TeamClient:
         return bool(self._call("GET", "/v1/health").get("ok"))
 
     def push(self, machine: str, records: list[dict[str, Any]]) -> dict[str, list[str]]:
-        """``{"accepted": [hex…], "unchanged": [hex…]}``: every hex in it was stored."""
+        """``{"accepted": [hex…], "unchanged": [hex…], "refused": [hex…]}``: every hex in accepted
+        or unchanged was stored; refused: a revision of another member's record, not taken (none
+        from a server older than authors' revisions)."""
         answer = self._call("POST", "/v1/push", json={"machine": machine, "records": records}, idempotent=True)
-        return {"accepted": list(answer.get("accepted", [])), "unchanged": list(answer.get("unchanged", []))}
+        return {key: list(answer.get(key, [])) for key in ("accepted", "unchanged", "refused")}
 
     def changes(self, cursor: int, limit: int) -> dict[str, Any]:
         """``{"records": [<export line + seq>…], "cursor": n, "more": bool}``."""

@@ -141,6 +141,8 @@ class PushReport:
     accepted: int = 0
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)  # hexes the server refused (another team's)
+    # revisions the server did not take: the records are another member's (``REFUSED_KEY``)
+    revisions_refused: list[str] = field(default_factory=list)
     forgotten: int = 0  # this machine's forgets and purges the server applied (``forget``)
     forgets_refused: int = 0  # ... and those it refused: another member pushed the record first
 
@@ -211,6 +213,36 @@ def push(
             progress(len(batch))
 
 
+# Revisions the server refused (POST /v1/push's ``refused``: the record is another member's, who
+# pushed it first; only they or an operator revise it), kept in ``sync_state`` as JSON
+# {hex: [revision, at]}: the outbox row goes (sending it again would be refused again), the record
+# stays as it is on this machine, and ``jiyi team status`` lists it until a later revision of it
+# is accepted. At most ``REFUSED_KEPT``, the latest.
+REFUSED_KEY = "push_refused"
+REFUSED_KEPT = 200
+
+
+def _note_refused(db: sqlite3.Connection, refused: list[tuple[str, int]], accepted: set[str]) -> None:
+    kept: dict[str, list[Any]] = json.loads(get_state(db, REFUSED_KEY) or "{}")
+    if not refused and not accepted & kept.keys():
+        return
+    stamp = now()
+    for hexid, revision in refused:
+        kept.pop(hexid, None)
+        kept[hexid] = [revision, stamp]
+    for hexid in accepted:
+        kept.pop(hexid, None)
+    latest = dict(list(kept.items())[-REFUSED_KEPT:])
+    set_state(db, REFUSED_KEY, json.dumps(latest) if latest else None)
+
+
+def refused_revisions(store: SQLiteStore) -> list[tuple[str, int, str]]:
+    """(hex, revision, when) of this machine's revisions the team server refused, oldest first."""
+    with store.transaction() as db:
+        kept: dict[str, list[Any]] = json.loads(get_state(db, REFUSED_KEY) or "{}")
+    return [(h, int(r), str(at)) for h, (r, at) in kept.items()]
+
+
 def _send(
     store: SQLiteStore,
     client: TeamClient,
@@ -231,12 +263,14 @@ def _send(
         for item in batch:
             done |= _send(store, client, machine, [item], report)
         return done
-    accepted, unchanged = set(answer["accepted"]), set(answer["unchanged"])
-    answered = accepted | unchanged
+    accepted, unchanged, refused = set(answer["accepted"]), set(answer["unchanged"]), set(answer["refused"])
+    answered = accepted | unchanged | refused
     report.sent += len(batch)
     report.accepted += len(accepted)
     report.unchanged += len(unchanged)
+    report.revisions_refused += [h for h, _, _ in batch if h in refused]
     with store.transaction() as db:
+        _note_refused(db, [(h, int(line.get("revision", 0))) for h, _, line in batch if h in refused], accepted)
         # Only when nothing changed while the batch was on the way: otherwise the newer state goes next.
         db.executemany(
             "DELETE FROM outbox WHERE hex = ? AND changes = ?", [(h, c) for h, c, _ in batch if h in answered]

@@ -36,11 +36,22 @@ from ...ranking import Hit, Query, rank
 from ...records import SCOPES, TYPES, is_hex
 from ...store.postgres.database import Member, PgDatabase
 from ...store.postgres.store import PgStore
-from ...store.postgres.team import FORGOTTEN, REFUSED, UNKNOWN, TeamStore
+from ...store.postgres.team import ACCEPTED, FORGOTTEN, REFUSED, UNCHANGED, UNKNOWN, TeamStore
 from ...store.postgres.upgrade import upgrade_on_start
 from ...transfer import record_from_json
 from ..protocol import MAX_BODY, PUSH_BATCH  # the client cuts its pushes under the same limits
-from .limits import RATE_PER_MINUTE, Buckets, Limited, TooLarge, authenticate, read_body
+from .limits import (
+    BODY_SECONDS,
+    FAILED_PER_MINUTE,
+    RATE_PER_MINUTE,
+    Buckets,
+    Failures,
+    Limited,
+    TooLarge,
+    TooSlow,
+    authenticate,
+    read_body,
+)
 
 log = logging.getLogger("jiyi.team")
 T = TypeVar("T")
@@ -72,6 +83,9 @@ def _error_response(exc: JiyiError) -> JSONResponse:
         status = 429
     elif isinstance(exc, TooLarge):
         status = 413
+    elif isinstance(exc, TooSlow):
+        status = 408
+        headers["Connection"] = "close"  # the rest of the body may still be on its way
     else:
         status = _STATUS.get(exc.code, 503)
     if status == 503:
@@ -112,20 +126,23 @@ def create_app(
     read_db: PgDatabase | None = None,
     max_body: int = MAX_BODY,
     rate_per_minute: int = RATE_PER_MINUTE,
+    failed_per_minute: int = FAILED_PER_MINUTE,
+    body_seconds: float = BODY_SECONDS,
     lifespan: Callable[[Starlette], Any] | None = None,
 ) -> Starlette:
     """The app over ``db`` (the primary), the ``READ_ROUTES`` reading ``read_db`` when given."""
     buckets = Buckets(rate_per_minute)
+    failures = Failures(failed_per_minute)
     reader = read_db or db
 
     async def blocking(fn: Callable[[], T]) -> T:
         return await run_in_threadpool(fn)
 
     async def member_of(request: Request) -> Member:
-        return await authenticate(request, db, buckets)
+        return await authenticate(request, db, buckets, failures)
 
     async def body_of(request: Request) -> Any:
-        return await read_body(request, max_body)
+        return await read_body(request, max_body, body_seconds)
 
     def endpoint(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
@@ -159,14 +176,22 @@ def create_app(
             for line in lines:
                 own(member, line["hex"])
             store = TeamStore(db, member.team_id)
-            accepted: list[str] = []
-            unchanged: list[str] = []
+            # refused: E_FORBIDDEN for that record alone (a revision of another member's record),
+            # so the rest of the batch is still merged.
+            answer: dict[str, list[str]] = {ACCEPTED: [], UNCHANGED: [], REFUSED: []}
             for line in lines:
-                (accepted if store.merge_pushed(line, member.name) else unchanged).append(line["hex"])
-            return {"accepted": accepted, "unchanged": unchanged}
+                answer[store.merge(line, member.name, operator=member.operator)].append(line["hex"])
+            return answer
 
         answer = await blocking(merge)
-        log.info("push %s/%s machine=%s: %d records", member.team, member.name, machine, len(lines))
+        log.info(
+            "push %s/%s machine=%s: %d records (%d refused)",
+            member.team,
+            member.name,
+            machine,
+            len(lines),
+            len(answer[REFUSED]),
+        )
         return answer
 
     async def changes(request: Request) -> Any:
@@ -196,8 +221,9 @@ def create_app(
             # member's record is refused alone, so the rest of the batch is still answered.
             store = TeamStore(db, member.team_id)
             answer: dict[str, list[str]] = {FORGOTTEN: [], UNKNOWN: [], REFUSED: []}
+            who = None if member.operator else member.name  # the operator may take out any record
             for hexid, purge in wanted:
-                answer[store.forget_in_team(hexid, purge=purge, member=member.name)].append(hexid)
+                answer[store.forget_in_team(hexid, purge=purge, member=who)].append(hexid)
             return answer
 
         answer = await blocking(run)
@@ -249,6 +275,9 @@ def create_app(
 
     async def verify(request: Request) -> Any:
         member = await member_of(request)
+        if not member.runner:  # a member's "passed" would make any record 团队核验
+            log.warning("verify refused: %s/%s is a %s, not a runner", member.team, member.name, member.role)
+            raise Forbidden()
         hexid = request.path_params["hex"]
         if not is_hex(hexid):
             raise InvalidArgument("hex", "应为 32 位小写十六进制", "must be 32 lowercase hex digits")
@@ -264,7 +293,9 @@ def create_app(
                 raise NotFound("rr_" + hexid)
             if team != member.team_id:
                 raise Forbidden()
-            done = TeamStore(db, member.team_id).add_verification(hexid, passed=body["passed"], **fields)
+            done = TeamStore(db, member.team_id).add_verification(
+                hexid, passed=body["passed"], runner=member.name, **fields
+            )
             return done.to_dict()
 
         return {"verification": await blocking(add)}

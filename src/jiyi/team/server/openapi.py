@@ -21,7 +21,8 @@ _ERRORS = {
     "401": _json(_ref("Error"), "E_UNAUTHORIZED: no, unknown or revoked token"),
     "403": _json(_ref("Error"), "E_FORBIDDEN: a record of another team"),
     "429": {
-        "description": "E_UNAVAILABLE: rate limit of the token (per server process)",
+        "description": "E_UNAVAILABLE: rate limit of the token, or of failed authentications from the "
+        "client's address (per server process)",
         "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds"}},
         "content": {"application/json": {"schema": _ref("Error")}},
     },
@@ -141,7 +142,12 @@ def document() -> dict[str, Any]:
             },
             "/v1/push": {
                 "post": {
-                    "summary": "Store this machine's records (at most 100, at most 1 MiB)",
+                    "summary": "Store this machine's records (at most 100, at most 1 MiB); the server redacts "
+                    "their texts, fix, reproduction and revisions before it stores them",
+                    "description": "Only a record's author (the member whose push first stored it) or an "
+                    "operator revises it: another member's line is merged for that member's evidence only, and "
+                    "its hex is answered in `refused` when it brought a higher revision, revisions or marks the "
+                    "record lacks, or a raised origin (E_FORBIDDEN for that record alone; nothing of it stored).",
                     "requestBody": {
                         "required": True,
                         "content": {
@@ -164,6 +170,7 @@ def document() -> dict[str, Any]:
                                 "properties": {
                                     "accepted": {"type": "array", "items": {"type": "string"}},
                                     "unchanged": {"type": "array", "items": {"type": "string"}},
+                                    "refused": {"type": "array", "items": {"type": "string"}},
                                 },
                             }
                         ),
@@ -216,7 +223,8 @@ def document() -> dict[str, Any]:
                 "post": {
                     "summary": "Take records out of the team: forgotten, or purged (text, revisions, evidence and "
                     "replay runs erased); pulls learn of it from /v1/forgotten. Only the member whose push first "
-                    "stored a record may (any member for a record stored before the server kept authors)",
+                    "stored a record may (any member for a record stored before the server kept authors), "
+                    "or an operator's token, any record",
                     "requestBody": {
                         "required": True,
                         "content": {
@@ -305,6 +313,11 @@ def document() -> dict[str, Any]:
                                                 "how": {"type": "string"},
                                                 "environment": {"type": "string"},
                                                 "passed": {"type": "boolean"},
+                                                "runner": {
+                                                    "type": ["string", "null"],
+                                                    "description": "the member name of the token that reported "
+                                                    "it (null: reported before runners were named)",
+                                                },
                                             },
                                         },
                                     }
@@ -316,7 +329,9 @@ def document() -> dict[str, Any]:
                     },
                 },
                 "post": {
-                    "summary": "Report one replay run of a record",
+                    "summary": "Report one replay run of a record (a runner's or an operator's token only; a "
+                    "member's is refused, 403, and nothing is stored). The run keeps the token's member name as "
+                    "its runner; how, environment and detail are redacted before they are stored",
                     "parameters": [
                         {"name": "hex", "in": "path", "required": True, "schema": {"type": "string"}},
                     ],
@@ -339,8 +354,9 @@ def document() -> dict[str, Any]:
                     },
                     "responses": {
                         "200": _json({"type": "object", "properties": {"verification": _ref("Verification")}}),
+                        "403": _json(_ref("Error"), "E_FORBIDDEN: a record of another team, or a token not a runner's"),
                         "404": _json(_ref("Error"), "E_NOT_FOUND"),
-                        **_ERRORS,
+                        **{k: v for k, v in _ERRORS.items() if k != "403"},
                     },
                 },
             },
