@@ -557,3 +557,35 @@ def test_notes_of_one_topic_from_many_connections_all_become_revisions(pg_schema
         found = [r for r in store.list_records() if r.topic_key == "race/same"]
         assert len(found) == 1 and found[0].revision == threads * each
         assert [r.revision for r in store.revisions(found[0].hex)] == list(range(1, threads * each + 1))
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+def test_threads_sharing_a_small_pool_write_one_topic_without_starving_it(pg_schema: tuple[str, str]) -> None:
+    # Waiting on the topic's lock must not hold every pooled connection while its holder needs one.
+    from jiyi.store.postgres.store import PgDatabase, PgStore
+
+    dsn, schema = pg_schema
+    threads, each = 6, 4
+    errors: list[str] = []
+    with PgDatabase(dsn, schema=schema, max_size=2, timeout=5) as database:
+        store = PgStore(database, database.create_team("pool"))
+        with jiyi.Memory(store=store) as memory:
+            sessions = [memory.session(project="race", session_id=f"p{n}") for n in range(threads)]
+            barrier = threading.Barrier(threads)
+
+            def write(n: int) -> None:
+                barrier.wait()
+                for i in range(each):
+                    result = sessions[n].call("memory_note", note(topic_key="race/pool", learned=f"p{n} {i}"))
+                    if result.is_error:
+                        errors.append(result.text)
+
+            workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            found = [r for r in store.list_records() if r.topic_key == "race/pool"]
+    assert errors == []
+    assert len(found) == 1 and found[0].revision == threads * each
