@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
+import anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_REQUEST,
@@ -76,8 +77,9 @@ def _unparsed(exc: Exception) -> tuple[str, Any]:
                 return "bad", None
     # Valid JSON that is no JSON-RPC message: a "missing" error's input is the object itself.
     objects = [e.get("input") for e in errors if isinstance(e.get("input"), dict)]
-    if objects:
-        return "json", objects[0]
+    messages = [o for o in objects if {"jsonrpc", "method", "id"} & set(o)]  # not a nested params object
+    if messages or objects:
+        return "json", (messages or objects)[0]
     inputs = [e.get("input") for e in errors if "input" in e]
     return "json", inputs[0] if inputs else None
 
@@ -142,8 +144,6 @@ class Guarded:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
-        import anyio
-
         try:
             return await self.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
