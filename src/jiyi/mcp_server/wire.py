@@ -76,7 +76,7 @@ def _unparsed(exc: Exception) -> tuple[str, Any]:
             except (ValueError, RecursionError):
                 return "bad", None
     # Valid JSON that is no JSON-RPC message: a "missing" error's input is the object itself.
-    objects = [e.get("input") for e in errors if isinstance(e.get("input"), dict)]
+    objects: list[dict[str, Any]] = [e["input"] for e in errors if isinstance(e.get("input"), dict)]
     messages = [o for o in objects if {"jsonrpc", "method", "id"} & set(o)]  # not a nested params object
     if messages or objects:
         return "json", (messages or objects)[0]
