@@ -119,6 +119,75 @@ CASES = [
     ("password", "mysql -u root --password=Hq7!zP2#vL9x db", "Hq7!zP2#vL9x"),
     ("curl-user", "curl -u deploy:Wq8zN3xLp5Rt https://ci.example.com", "Wq8zN3xLp5Rt"),
     ("json", '{"client_secret": "Gx4Kp9Wz2Qm7Lr5Vt1Nb8Hc3"}', "Gx4Kp9Wz2Qm7Lr5Vt1Nb8Hc3"),
+    # Issue 15: the kinds that reached the store, the export and PostgreSQL before.
+    (
+        "huggingface",
+        "huggingface-cli login --token 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",
+        "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",
+    ),
+    (
+        "sendgrid",
+        "UnauthorizedError: HTTP Error 401 (key 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)",
+        "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",
+    ),
+    ("twilio-key", "twilio: api key SKf2e7e8201acdb19e90dc0bc0487faa7a expired", "SKf2e7e8201acdb19e90dc0bc0487faa7a"),
+    (
+        "twilio-token",
+        'client = Client("ACfa0b7a153ca4a3aaef3c034e56abc73e", "5aed08a48b51e632862e57a51bd7d5b4")',
+        "5aed08a48b51e632862e57a51bd7d5b4",
+    ),
+    (
+        "aws-pair-in-log",
+        "DEBUG boto: using credentials AKIA6L4433K1E1R2PB2V:Zvea64dR57HX64ZpvO59Q7kBCvZnZQP5GwI1pMCI from env",
+        "Zvea64dR57HX64ZpvO59Q7kBCvZnZQP5GwI1pMCI",
+    ),
+    (
+        "bearer-ya29",
+        "curl -H 'Authorization: Bearer ya29.a0AfH6SMBxKq7Lm2NpQr4St8Uv2Wx6Yz0Ab4Cd8Ef2Gh6' https://www.googleapis.com",
+        "a0AfH6SMBxKq7Lm2NpQr4St8Uv2Wx6Yz0Ab4Cd8Ef2Gh6",
+    ),
+    (
+        "bearer-dropbox",
+        "Authorization: Bearer sl.B6hQvEZU4YUWisJEpmiBZAOj3TBfWz21ccaskm9Ox07fomXtcq",
+        "B6hQvEZU4YUWisJEpmiBZAOj3TBfWz21ccaskm9Ox07fomXtcq",
+    ),
+    ("dotted-password", "./deploy.sh password=Abc.Def.Ghi user=deploy", "Abc.Def.Ghi"),
+    ("netrc", "machine nexus.acme.dev login deploy password Wm9x!fQ2pL7r", "Wm9x!fQ2pL7r"),
+    ("mysql-p", "mysql -u root -pS3cr3t!Pw9z -h 127.0.0.1 app", "S3cr3t!Pw9z"),
+    ("cookie", "> Cookie: sessionid=0cjfe6jvvn8k4rqtdyxjuv6ecarn26a9; theme=dark", "0cjfe6jvvn8k4rqtdyxjuv6ecarn26a9"),
+    (
+        "pem-json-escaped",
+        '{"private_key": "-----BEGIN PRIVATE KEY-----'
+        "\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+        "\\nMzEfYyjiWA4R4\\/mPUhD1UZg6Jq0kq0xkdZ5y0u3",
+        "mPUhD1UZg6Jq0kq0xkdZ5y0u3",
+    ),
+    (
+        "jiyi-token",
+        "JIYI_TEAM_TOKEN=jiyi_Vxsf1zhZwP4l63nzo3V1wUeagj-Yj3n7ufyz2vTq_OU jiyi team sync",
+        "jiyi_Vxsf1zhZwP4l63nzo3V1wUeagj-Yj3n7ufyz2vTq_OU",
+    ),
+    (
+        "jiyi-token-bare",
+        "401 for https://memory.acme.dev/v1/pull: token jiyi_3Rk-9Zq2Lm7Vt1Wb8Nc5Xy4Hj6Gf0Ds3Pa8Qe2Ru5Ti revoked",
+        "jiyi_3Rk-9Zq2Lm7Vt1Wb8Nc5Xy4Hj6Gf0Ds3Pa8Qe2Ru5Ti",
+    ),
+    (
+        "discord-webhook",
+        'requests.post("https://discord.com/api/webhooks/985301118282845697/'
+        'BQ4TGLQjV206Hs7jrdZVf4CH92y6PCEksBORYfw9n8Ow6dbDqI0EuHjxq1sndWOEcb6g")',
+        "BQ4TGLQjV206Hs7jrdZVf4CH92y6PCEksBORYfw9n8Ow6dbDqI0EuHjxq1sndWOEcb6g",
+    ),
+    (
+        "shopify",
+        "X-Shopify-Access-Token: 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",
+        "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",
+    ),
+    (
+        "digitalocean",
+        "doctl auth init --access-token dop_v1_0e00ed2f70514ee63b0f661b6d6117d446d687e420c0189632fa4db13fc75fef",
+        "dop_v1_0e00ed2f70514ee63b0f661b6d6117d446d687e420c0189632fa4db13fc75fef",
+    ),
 ]
 
 

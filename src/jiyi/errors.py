@@ -96,10 +96,27 @@ class InvalidArgument(JiyiError):
 
     def __init__(self, field: str, reason: str, english: str | None = None) -> None:
         """``english``: the reason for ``locale = "en"`` (the tools' own checks give one)."""
-        super().__init__(f"参数无效：{field}：{reason}", f"invalid argument: {field}: {english or reason}")
+        field = _one_line(field, 80)
+        reason, english = _one_line(reason, 400), _one_line(english or reason, 400)
+        super().__init__(f"参数无效：{field}：{reason}", f"invalid argument: {field}: {english}")
         self.field = field
         self.reason = reason
         self.reason_en = english or reason
+
+
+def _unsendable(c: str) -> bool:
+    n = ord(c)
+    return (n < 32 and c != "\t") or 0x7F <= n < 0xA0 or 0xD800 <= n < 0xE000
+
+
+def _one_line(text: str, most: int) -> str:
+    """``text`` fit for the one line docs/spec.md §2 gives the message: line breaks become spaces,
+    other control characters and lone surrogates (an argument's name is the caller's text and
+    cannot be sent as UTF-8 with one) are escaped, and a long one is cut."""
+    if "\n" in text or "\r" in text:
+        text = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    shown = "".join(f"\\u{ord(c):04x}" if _unsendable(c) else c for c in text)
+    return shown if len(shown) <= most else shown[: most - 1] + "…"
 
 
 class NotFound(JiyiError):

@@ -6,6 +6,7 @@ a hook process and the MCP server of the same conversation share it (docs/spec.m
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -148,51 +149,54 @@ class Session:
         given = _redacted(given)
         state = store.session(self.id)
         stamp = now()
-        existing = store.find_topic(given.topic_key, given.scope, self.project.key) if given.topic_key else None
-        what_analysis = analyze(given.what)
-        signatures, symbols = list(what_analysis.signatures), list(what_analysis.symbols)
-        tool = None
-        related = False  # the note is about the pending failure: it gets its reproduction
-        if state and state.last_error:
-            failure = analyze(state.last_error)
-            # The failure the session met is part of what the note is about when they share a
-            # symbol or the note is a bug fix; otherwise a decision noted after an unrelated failure
-            # would be found by that failure.
-            if given.type == "bugfix" or set(failure.symbols) & set(symbols):
-                signatures += failure.signatures
-                symbols += failure.symbols
-                tool = (state.last_tool or "").lower() or None
-                related = True
-        record = Record(
-            hex=new_hex(),
-            title=given.title,
-            type=given.type,
-            scope=given.scope,
-            what=given.what,
-            why=given.why,
-            where=given.where,
-            learned=given.learned,
-            topic_key=given.topic_key,
-            fix=given.fix,
-            evidence_refs=list(given.evidence_refs),
-            project=self.project.name,
-            project_key=self.project.key,
-            session_id=self.id,
-            created=stamp,
-            updated=stamp,
-            outcome=state.outcome if state else "未知",
-            signatures=tuple(dict.fromkeys(signatures)),
-            symbols=tuple(dict.fromkeys(symbols))[:64],
-            environment=self.env,
-            tool_name=tool,
-            reproduction=checked_by(self._reproduction(state), given.fix) if related else None,
-        )
-        if existing is not None:
-            record = _kept_replay(record, existing)
-        record = as_revision(store, record, existing, self.id)
-        query = Query(text=f"{record.title}\n{record.what}", project_key=self.project.key, environment=self.env)
-        similar = rank(store, query, limit=5, exclude_hexes=[record.hex])
-        save(store, record, existing, self.id, marks=[(ref[3:], relation) for ref, relation in given.relates_to])
+        # A topic's look-up and its write under one lock: notes of one topic written at once by
+        # other processes each become the next revision (issue 15).
+        with store.topic_lock(given.topic_key, given.scope, self.project.key) if given.topic_key else nullcontext():
+            existing = store.find_topic(given.topic_key, given.scope, self.project.key) if given.topic_key else None
+            what_analysis = analyze(given.what)
+            signatures, symbols = list(what_analysis.signatures), list(what_analysis.symbols)
+            tool = None
+            related = False  # the note is about the pending failure: it gets its reproduction
+            if state and state.last_error:
+                failure = analyze(state.last_error)
+                # The failure the session met is part of what the note is about when they share a
+                # symbol or the note is a bug fix; otherwise a decision noted after an unrelated failure
+                # would be found by that failure.
+                if given.type == "bugfix" or set(failure.symbols) & set(symbols):
+                    signatures += failure.signatures
+                    symbols += failure.symbols
+                    tool = (state.last_tool or "").lower() or None
+                    related = True
+            record = Record(
+                hex=new_hex(),
+                title=given.title,
+                type=given.type,
+                scope=given.scope,
+                what=given.what,
+                why=given.why,
+                where=given.where,
+                learned=given.learned,
+                topic_key=given.topic_key,
+                fix=given.fix,
+                evidence_refs=list(given.evidence_refs),
+                project=self.project.name,
+                project_key=self.project.key,
+                session_id=self.id,
+                created=stamp,
+                updated=stamp,
+                outcome=state.outcome if state else "未知",
+                signatures=tuple(dict.fromkeys(signatures)),
+                symbols=tuple(dict.fromkeys(symbols))[:64],
+                environment=self.env,
+                tool_name=tool,
+                reproduction=checked_by(self._reproduction(state), given.fix) if related else None,
+            )
+            if existing is not None:
+                record = _kept_replay(record, existing)
+            record = as_revision(store, record, existing, self.id)
+            query = Query(text=f"{record.title}\n{record.what}", project_key=self.project.key, environment=self.env)
+            similar = rank(store, query, limit=5, exclude_hexes=[record.hex])
+            save(store, record, existing, self.id, marks=[(ref[3:], relation) for ref, relation in given.relates_to])
         return NoteResult(record, similar, formats.note_text(record, similar, self.settings.locale))
 
     def observe_tool_result(

@@ -94,6 +94,8 @@ def parse_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
             raise InvalidArgument(
                 "import", f"第 {number} 行不是 JSON：{exc.msg}", f"line {number} is not JSON: {exc.msg}"
             ) from None
+        except RecursionError:
+            raise InvalidArgument("import", f"第 {number} 行嵌套过深", f"line {number} is nested too deeply") from None
         if not isinstance(data, dict) or data.get("jiyi_export") != FORMAT:
             raise InvalidArgument(
                 "import", f"第 {number} 行不是 jiyi 导出的记录", f"line {number} is no record jiyi exported"

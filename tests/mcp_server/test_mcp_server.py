@@ -280,6 +280,9 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("memory_search", {"query": "x", "limit": 6}, "limit"),
     ("memory_search", {"query": "x", "limit": -1}, "limit"),
     ("memory_search", {"query": "x", "limit": "x"}, "limit"),
+    ("memory_search", {"query": "x", "limit": "2"}, "limit"),  # a string, not an integer
+    ("memory_search", {"query": "x", "limit": "²"}, "limit"),  # was E_UNAVAILABLE
+    ("memory_search", {"query": "x", "limit": "①"}, "limit"),
     ("memory_search", {"query": "x", "limit": 2.5}, "limit"),
     ("memory_search", {"query": "x", "limit": True}, "limit"),
     ("memory_search", {"query": "x", "limit": [1]}, "limit"),
@@ -364,10 +367,16 @@ def test_an_unknown_tool_and_unknown_arguments(mode: str) -> None:
             True,
             "参数无效：tool：没有这个工具：memory_forget\n错误码：E_INVALID_ARGUMENT",
         )
-        # Arguments no schema names are left out, as the SDK's argument models left them out: the
-        # note is saved (the session itself would refuse an unknown field).
-        is_error, text = call_once(mode, server, "memory_note", {**ZLIB, "priority": "high"})
-        assert not is_error and text.startswith("saved lr_"), text
+        # An argument no schema names is refused, naming it (the schemas say additionalProperties:
+        # false; leaving it out silently looked accepted): issue 15.
+        assert call_once(mode, server, "memory_note", {**ZLIB, "priority": "high"}) == (
+            True,
+            "参数无效：priority：不是 memory_note 的参数\n错误码：E_INVALID_ARGUMENT",
+        )
+        assert call_once(mode, server, "memory_search", {"query": "x", "max": 2}) == (
+            True,
+            "参数无效：max：不是 memory_search 的参数\n错误码：E_INVALID_ARGUMENT",
+        )
 
 
 @MODES

@@ -6,7 +6,13 @@ test_postgres_store.py.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
+import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -466,3 +472,120 @@ def test_rank_and_the_three_tools_over_the_store(store: Store) -> None:
         assert again.record.hex == revised.record.hex and again.record.revision == 2
         direct = rank(store, Query(text="undefined symbol deflate", project_key="zlib-port"), limit=5)
         assert saved.record.hex in [h.record.hex for h in direct]
+
+
+_WRITER = """
+import sys, time
+from pathlib import Path
+import jiyi
+from tests.helpers import note
+
+start, name = Path(sys.argv[1]), sys.argv[2]
+with jiyi.Memory(cwd=sys.argv[3]) as memory:
+    session = memory.session(project="race", session_id=name)
+    while not start.exists():
+        time.sleep(0.001)
+    for i in range(int(sys.argv[4])):
+        result = session.call("memory_note", note(topic_key="race/same", learned=f"{name} {i}"))
+        print("error" if result.is_error else "ok", result.text.replace(chr(10), " "), flush=True)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_notes_of_one_topic_from_many_processes_all_become_revisions(tmp_path: Path, jiyi_home: Path) -> None:
+    # Issue 15: 36 of 290 such notes answered E_UNAVAILABLE (a unique-constraint race of the
+    # topic's find-or-create); every one must become a revision of the one record.
+    procs, each = 8, 10
+    start = tmp_path / "go"
+    root = Path(__file__).resolve().parents[2]
+    source = Path(jiyi.__file__).resolve().parents[1]  # the jiyi under test, in the writers too
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(root)]), "JIYI_HOME": str(jiyi_home)}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(start), f"w{n}", str(tmp_path), str(each)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(procs)
+    ]
+    time.sleep(1.5)  # let each open the store, so the writes, not the opening, contend
+    start.touch()
+    outputs = [w.communicate(timeout=150) for w in writers]
+    lines = [line for out, _ in outputs for line in out.splitlines()]
+    assert [w.returncode for w in writers] == [0] * procs, [err for _, err in outputs]
+    assert [line for line in lines if not line.startswith("ok")] == []
+    with jiyi.Memory(cwd=tmp_path) as memory:
+        record = memory.store.find_topic("race/same", "project", memory.session(project="race").project.key)
+        assert record is not None and record.revision == procs * each
+        revisions = memory.store.revisions(record.hex)
+        assert [r.revision for r in revisions] == list(range(1, procs * each + 1))
+        assert len([r for r in memory.store.list_records() if r.topic_key == "race/same"]) == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(180)
+def test_notes_of_one_topic_from_many_connections_all_become_revisions(pg_schema: tuple[str, str]) -> None:
+    from jiyi.store.postgres.store import PgDatabase, PgStore
+
+    dsn, schema = pg_schema
+    threads, each = 8, 10
+    team = 0
+    with PgDatabase(dsn, schema=schema, max_size=2) as setup:
+        team = setup.create_team("race")
+    barrier = threading.Barrier(threads)
+    errors: list[str] = []
+
+    def write(n: int) -> None:
+        with PgDatabase(dsn, schema=schema, max_size=2) as database, jiyi.Memory(store=PgStore(database, team)) as m:
+            session = m.session(project="race", session_id=f"t{n}")
+            barrier.wait()
+            for i in range(each):
+                result = session.call("memory_note", note(topic_key="race/same", learned=f"t{n} {i}"))
+                if result.is_error:
+                    errors.append(result.text)
+
+    workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+    with PgDatabase(dsn, schema=schema, max_size=2) as database:
+        store = PgStore(database, team)
+        found = [r for r in store.list_records() if r.topic_key == "race/same"]
+        assert len(found) == 1 and found[0].revision == threads * each
+        assert [r.revision for r in store.revisions(found[0].hex)] == list(range(1, threads * each + 1))
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(120)
+def test_threads_sharing_a_small_pool_write_one_topic_without_starving_it(pg_schema: tuple[str, str]) -> None:
+    # Waiting on the topic's lock must not hold every pooled connection while its holder needs one.
+    from jiyi.store.postgres.store import PgDatabase, PgStore
+
+    dsn, schema = pg_schema
+    threads, each = 6, 4
+    errors: list[str] = []
+    with PgDatabase(dsn, schema=schema, max_size=2, timeout=5) as database:
+        store = PgStore(database, database.create_team("pool"))
+        with jiyi.Memory(store=store) as memory:
+            sessions = [memory.session(project="race", session_id=f"p{n}") for n in range(threads)]
+            barrier = threading.Barrier(threads)
+
+            def write(n: int) -> None:
+                barrier.wait()
+                for i in range(each):
+                    result = sessions[n].call("memory_note", note(topic_key="race/pool", learned=f"p{n} {i}"))
+                    if result.is_error:
+                        errors.append(result.text)
+
+            workers = [threading.Thread(target=write, args=(n,)) for n in range(threads)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            found = [r for r in store.list_records() if r.topic_key == "race/pool"]
+    assert errors == []
+    assert len(found) == 1 and found[0].revision == threads * each

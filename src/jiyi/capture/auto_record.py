@@ -222,13 +222,14 @@ def write(
     from ..writing import as_revision, save
 
     assert record.topic_key is not None
-    existing = store.find_topic(record.topic_key, record.scope, record.project_key)
-    if existing is not None and (existing.fix, existing.where) == (record.fix, record.where):
-        # The same failure fixed the same way: one more source, not a duplicate.
-        earlier = {rev.session_id for rev in store.revisions(existing.hex)}
-        if session_id not in earlier and session_id != existing.session_id:
-            store.add_evidence(existing.hex, sources=1, session_id=session_id)
-        return store.get(existing.hex)
-    record = as_revision(store, record, existing, session_id)
-    save(store, record, existing, session_id)
+    with store.topic_lock(record.topic_key, record.scope, record.project_key):
+        existing = store.find_topic(record.topic_key, record.scope, record.project_key)
+        if existing is not None and (existing.fix, existing.where) == (record.fix, record.where):
+            # The same failure fixed the same way: one more source, not a duplicate.
+            earlier = {rev.session_id for rev in store.revisions(existing.hex)}
+            if session_id not in earlier and session_id != existing.session_id:
+                store.add_evidence(existing.hex, sources=1, session_id=session_id)
+            return store.get(existing.hex)
+        record = as_revision(store, record, existing, session_id)
+        save(store, record, existing, session_id)
     return record

@@ -12,6 +12,7 @@ export, their forget queued for the team like any other (``team/client/forget.py
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -94,14 +95,18 @@ def restore(store: Store, hexid: str) -> Record:
         raise NotFound(f"lr_{hexid}")
     if not record.forgotten:
         return record
-    if record.topic_key is not None:
-        holder = store.find_topic(record.topic_key, record.scope, record.project_key)
-        if holder is not None and holder.hex != hexid:
-            raise InvalidArgument("id", f"{holder.id} holds its topic {record.topic_key} now")
     from ..analysis.signature import analyze
 
     # Forgetting dropped its keys: derived again from its text (as ``store/reindex.py`` does).
     analysis = analyze(record.what)
     back = replace(record, forgotten=False, signatures=analysis.signatures, symbols=analysis.symbols[:64])
-    store.reindex_record(back, derive(back))
+    topic = record.topic_key
+    # The topic's check and the write under its lock, as a note's are: a note of the topic written
+    # in between would otherwise clash with the restored record.
+    with store.topic_lock(topic, record.scope, record.project_key) if topic else nullcontext():
+        if topic is not None:
+            holder = store.find_topic(topic, record.scope, record.project_key)
+            if holder is not None and holder.hex != hexid:
+                raise InvalidArgument("id", f"{holder.id} holds its topic {topic} now")
+        store.reindex_record(back, derive(back))
     return back

@@ -6,11 +6,12 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ..errors import JiyiError
+from ..errors import InvalidArgument, JiyiError
 from ..memory import Memory
 from ..ranking import Hit
 from ..records import Record
@@ -33,6 +34,26 @@ def opened() -> Iterator[Memory]:
         sys.exit(1)
     finally:
         memory.close()
+
+
+def read_input(source: str, field: str) -> str:
+    """The text of the file ``source`` names (``-``: stdin) for the argument ``field``; a file that
+    is missing, a folder, unreadable or not UTF-8 text is that argument's E_INVALID_ARGUMENT, not a
+    traceback (issue 15)."""
+    try:
+        if source == "-":
+            return sys.stdin.buffer.read().decode("utf-8") if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        return Path(source).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = "标准输入" if source == "-" else source
+        raise InvalidArgument(
+            field,
+            f"{where} 不是 UTF-8 文本（第 {exc.start} 字节）",
+            f"{'stdin' if source == '-' else source} is not UTF-8 text (byte {exc.start})",
+        ) from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise InvalidArgument(field, f"读不了 {source}：{reason}", f"cannot read {source}: {reason}") from None
 
 
 def session(memory: Memory, project: str | None) -> Session:

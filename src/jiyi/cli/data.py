@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .. import transfer
-from .common import emit_json, json_option, opened, progress
+from .common import emit_json, json_option, opened, progress, read_input
 
 
 @click.command("export")
@@ -32,7 +32,7 @@ def export_command(output: str) -> None:
 def import_command(source: str) -> None:
     """Import records from a JSON Lines export (- for stdin); records already present are skipped."""
     with opened() as memory:
-        lines = sys.stdin.readlines() if source == "-" else Path(source).read_text(encoding="utf-8").splitlines()
+        lines = read_input(source, "import").splitlines()
         with progress() as bar:
             task = bar.add_task("import", total=len([line for line in lines if line.strip()]))
             imported, skipped = transfer.import_lines(memory.store, lines, lambda n: bar.advance(task, n))

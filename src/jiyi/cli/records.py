@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -13,7 +12,7 @@ from ..errors import InvalidArgument, JiyiError, NotFound
 from ..records import SCOPES, TYPES
 from ..tools import formats
 from ..tools.validation import ref as parse_ref
-from .common import emit_json, hit_json, json_option, opened, project_option, record_json, session
+from .common import emit_json, hit_json, json_option, opened, project_option, read_input, record_json, session
 
 
 @click.command("search")
@@ -46,19 +45,21 @@ def read_command(ref: str, project: str | None, as_json: bool) -> None:
 
 
 def _load_json(source: str) -> dict[str, Any]:
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    text = read_input(source, "json")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidArgument("json", f"不是 JSON：{exc.msg}", f"not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InvalidArgument("json", "嵌套过深", "nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidArgument("json", "应为对象", "must be an object")
     return data
 
 
-def _file_or_text(value: str | None) -> str | None:
+def _file_or_text(field: str, value: str | None) -> str | None:
     if value is not None and value.startswith("@"):
-        return Path(value[1:]).read_text(encoding="utf-8")
+        return read_input(value[1:], f"content.{field}")
     return value
 
 
@@ -102,17 +103,16 @@ def note_command(
                 "title": title,
                 "type": kind,
                 "scope": content.pop("scope"),
-                "content": {k: _file_or_text(v) for k, v in content.items()},
+                "content": {k: _file_or_text(k, v) for k, v in content.items()},
             }
             if topic_key:
                 args["topic_key"] = topic_key
             if fix_command:
                 args["fix"] = {"kind": "command", "command": fix_command}
             elif fix_diff:
-                text = sys.stdin.read() if fix_diff == "-" else Path(fix_diff).read_text(encoding="utf-8")
-                args["fix"] = {"kind": "diff", "diff": text}
+                args["fix"] = {"kind": "diff", "diff": read_input(fix_diff, "fix.diff")}
             elif fix_config:
-                body = Path(fix_content).read_text(encoding="utf-8") if fix_content else None
+                body = read_input(fix_content, "fix.content") if fix_content else None
                 args["fix"] = {"kind": "config", "path": fix_config, "content": body}
             if evidence_refs:
                 args["evidence_refs"] = list(evidence_refs)

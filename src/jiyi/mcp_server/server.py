@@ -23,11 +23,13 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 from mcp_types import Tool as MCPTool
 
 from .. import __version__
-from ..errors import SettingError, Unavailable
+from ..errors import InvalidArgument, SettingError, Unavailable
 from ..memory import Memory
 from ..records import FIX_KINDS, RELATIONS, SCOPES, TYPES
 from ..session import Session
+from ..tools import validation
 from ..tools.validation import QUERY_MAX, TITLE_MAX
+from .wire import Guarded
 
 log = logging.getLogger("jiyi.mcp")
 
@@ -171,11 +173,13 @@ class JiyiServer(Server[Any]):
         return ListToolsResult(tools=await self.list_tools())
 
     async def _call(self, ctx: Any, params: CallToolRequestParams) -> CallToolResult:
-        # Only the advertised parameters go on, as the SDK's argument models did; an unknown tool
-        # gets our E_INVALID_ARGUMENT from the session. The store is blocking: a worker thread.
-        known = SCHEMAS.get(params.name, {}).get("properties", {})
-        arguments = {k: v for k, v in (params.arguments or {}).items() if k in known}
-        return await anyio.to_thread.run_sync(lambda: self._run(params.name, **arguments))
+        return await self.call_tool(params.name, params.arguments or {})
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """A tool call as the agent made it: an argument the tool does not declare is refused
+        (the schemas say ``additionalProperties: false``), an unknown tool gets our
+        E_INVALID_ARGUMENT from the session. The store is blocking: a worker thread."""
+        return await anyio.to_thread.run_sync(lambda: self._run(name, **arguments))
 
     @property
     def session(self) -> Session:
@@ -188,7 +192,12 @@ class JiyiServer(Server[Any]):
             log.warning("%s: %s", name, self.problem.detail)
             return _result(self.problem.text(), True)
         try:
+            declared = SCHEMAS.get(name, {}).get("properties")
+            if declared is not None:
+                validation.declared(name, arguments, declared)
             result = self.session.call(name, {k: v for k, v in arguments.items() if v is not None})
+        except InvalidArgument as exc:
+            return _result(exc.text(self.session.settings.locale), True)
         except Exception:  # a bug must not take the server down or leak a traceback to the agent
             log.exception("%s failed", name)
             return _result(Unavailable().text(), True)
@@ -265,6 +274,7 @@ def serve() -> None:
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            guarded = Guarded(read_stream, write_stream, server.call_tool)
+            await server.run(guarded, write_stream, server.create_initialization_options())
 
     anyio.run(main)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +144,12 @@ class Store(ABC):
 
     @abstractmethod
     def find_topic(self, topic_key: str, scope: str, project_key: str) -> Record | None: ...
+
+    @abstractmethod
+    def topic_lock(self, topic_key: str, scope: str, project_key: str) -> AbstractContextManager[None]:
+        """Held from a topic's ``find_topic`` to its ``write_record``, so that writers of one topic
+        in other processes (or connections) wait their turn: each write becomes the next revision
+        instead of a second record or a clash on the revision number."""
 
     @abstractmethod
     def write_record(

@@ -7,6 +7,7 @@ lives here and gives our error text whatever the caller is.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import InvalidArgument
@@ -63,16 +64,21 @@ def query(value: Any) -> str:
 
 
 def limit(value: Any) -> int:
+    # A JSON integer only (docs/spec.md §2: a value of the wrong type or form is refused): the
+    # string "2" is a string, and "²" or "①" passed str.isdigit() and then failed int() as 记忆暂不可用.
     if value is None:
         return LIMIT_MAX
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value.strip())
-        else:
-            raise InvalidArgument("limit", "必须是 1～5 的整数", "must be a whole number from 1 to 5")
-    if not 1 <= value <= LIMIT_MAX:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LIMIT_MAX:
         raise InvalidArgument("limit", "必须是 1～5 的整数", "must be a whole number from 1 to 5")
-    return int(value)
+    return value
+
+
+def declared(tool: str, args: dict[str, Any], fields: Iterable[str]) -> None:
+    """Refuse an argument ``tool`` does not declare (its schema says ``additionalProperties: false``);
+    one left out silently would look accepted to the agent."""
+    unknown = sorted(set(args) - set(fields))
+    if unknown:
+        raise InvalidArgument(unknown[0], f"不是 {tool} 的参数", f"is no argument of {tool}")
 
 
 def ref(value: Any, field: str = "ref") -> tuple[str, str]:
@@ -129,9 +135,7 @@ NOTE_FIELDS = ("title", "type", "scope", "content", "topic_key", "fix", "evidenc
 
 
 def note(args: dict[str, Any]) -> NoteInput:
-    unknown = sorted(set(args) - set(NOTE_FIELDS))
-    if unknown:
-        raise InvalidArgument(unknown[0], "不是 memory_note 的参数", "is no argument of memory_note")
+    declared("memory_note", args, NOTE_FIELDS)
     title = text("title", args.get("title"), max_len=TITLE_MAX, multiline=False)
     kind = _choice("type", args.get("type"), TYPES)
     scope = _choice("scope", args.get("scope"), SCOPES)

@@ -1,0 +1,159 @@
+"""An answer for every line a client sends, even one the SDK cannot read (docs/spec.md §2: "every
+request gets an answer, never silence").
+
+The SDK's stdio transport (``mcp/server/stdio.py``) parses each line with pydantic and hands a line
+it cannot parse to the read stream as an exception; its dispatcher only logs that exception
+(``jsonrpc_dispatcher._dispatch``: "transport yielded exception"), so the client waits forever.
+pydantic's parser refuses more than JSON does: a lone surrogate escape (``"\\ud800"``) and nesting
+past its recursion limit (~250 levels) fail the whole line, and a raw byte that is not UTF-8 in a
+line's structure leaves it unparsable. In an adversarial run 29 such requests got no answer.
+
+``Guarded`` wraps the server's read stream rather than the SDK: it passes messages through and
+turns each exception into its answer, written to the client on the write stream. The pydantic
+error carries the line (or the object it parsed), so the answer can name the request:
+
+- a ``tools/call`` with a usable id: the tool's own answer, through the same checks as any call, so
+  a lone surrogate or an argument nested too deep is ``E_INVALID_ARGUMENT`` naming the argument;
+- another request with a usable id: JSON-RPC "Invalid Request" (-32600) with that id;
+- no usable id: "Parse error" (-32700) when the line is not JSON, "Invalid Request" otherwise, with
+  id null, as JSON-RPC 2.0 §5 says;
+- a malformed response of the client (``result`` or ``error``, no ``method``): nothing, as for any
+  response.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any
+
+import anyio
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCResponse,
+)
+
+log = logging.getLogger("jiyi.mcp")
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+CallTool = Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]
+
+
+def _usable_id(value: Any) -> str | int | None:
+    """A request id we can send back: an integer or a string that is valid Unicode."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and not _SURROGATE.search(value):
+        return value
+    return None
+
+
+def _unparsed(exc: Exception) -> tuple[str, Any]:
+    """What a transport's parse failure was: ``blank`` (an empty line), ``bad`` (not JSON) or
+    ``json`` with the line's object."""
+    errors: list[dict[str, Any]] = []
+    try:
+        errors = list(exc.errors())  # type: ignore[attr-defined]  # pydantic's ValidationError
+    except Exception:  # not pydantic's: nothing to go on
+        return "bad", None
+    for error in errors:
+        line = error.get("input")
+        if error.get("type") == "json_invalid" and isinstance(line, str):
+            if not line.strip():
+                return "blank", None
+            try:
+                return "json", json.loads(line)
+            except (ValueError, RecursionError):
+                return "bad", None
+    # Valid JSON that is no JSON-RPC message: a "missing" error's input is the object itself.
+    objects: list[dict[str, Any]] = [e["input"] for e in errors if isinstance(e.get("input"), dict)]
+    messages = [o for o in objects if {"jsonrpc", "method", "id"} & set(o)]  # not a nested params object
+    if messages or objects:
+        return "json", (messages or objects)[0]
+    inputs = [e.get("input") for e in errors if "input" in e]
+    return "json", inputs[0] if inputs else None
+
+
+def _error(code: int, message: str, request_id: str | int | None) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
+async def answer(exc: Exception, call_tool: CallTool) -> JSONRPCMessage | None:
+    """The answer to a line the transport could not read (see the module's docstring)."""
+    kind, data = _unparsed(exc)
+    if kind == "blank":
+        return None  # no request on an empty line
+    if kind == "bad":
+        return _error(PARSE_ERROR, "Parse error", None)
+    if not isinstance(data, dict):
+        return _error(INVALID_REQUEST, "Invalid Request", None)
+    if "method" not in data and ("result" in data or "error" in data):
+        return None  # a response of the client's: answered by no one
+    request_id = _usable_id(data.get("id"))
+    params = data.get("params")
+    if request_id is not None and data.get("method") == "tools/call" and isinstance(params, dict):
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if isinstance(name, str) and not _SURROGATE.search(name) and isinstance(arguments, dict):
+            result = await call_tool(name, arguments)
+            return JSONRPCResponse(
+                jsonrpc="2.0", id=request_id, result=result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            )
+    return _error(INVALID_REQUEST, "Invalid Request", request_id)
+
+
+class Guarded:
+    """The server's read stream with every unreadable line answered on ``write_stream``."""
+
+    def __init__(self, read_stream: Any, write_stream: Any, call_tool: CallTool) -> None:
+        self._read = read_stream
+        self._write = write_stream
+        self._call_tool = call_tool
+
+    @property
+    def last_context(self) -> Any:  # the SDK reads the sender's context here when there is one
+        return getattr(self._read, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._read.receive()
+            if not isinstance(item, Exception):
+                return item  # type: ignore[no-any-return]
+            try:
+                reply = await answer(item, self._call_tool)
+            except Exception:  # the answer must not end the connection
+                log.exception("answering an unreadable message failed")
+                reply = _error(INVALID_REQUEST, "Invalid Request", None)
+            log.info("unreadable message answered: %s", type(item).__name__)
+            if reply is not None:
+                await self._write.send(SessionMessage(reply))
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    def __aiter__(self) -> Guarded:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Guarded:
+        await self._read.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        return await self._read.__aexit__(exc_type, exc_val, exc_tb)  # type: ignore[no-any-return]
