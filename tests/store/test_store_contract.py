@@ -466,3 +466,64 @@ def test_rank_and_the_three_tools_over_the_store(store: Store) -> None:
         assert again.record.hex == revised.record.hex and again.record.revision == 2
         direct = rank(store, Query(text="undefined symbol deflate", project_key="zlib-port"), limit=5)
         assert saved.record.hex in [h.record.hex for h in direct]
+
+
+def test_filtered_listing_and_its_count(store: Store) -> None:
+    stamps = [f"2026-02-{d:02d}T00:00:00.000000+00:00" for d in range(1, 6)]
+    put(store, made("Link zlib", type="bugfix", scope="global", project="a", stamp=stamps[0]))
+    put(store, made("Use tabs", type="decision", scope="project", project="b", what="tabs 100%_sure", stamp=stamps[1]))
+    auto = put(store, made("auto one", origin="local_auto", topic_key="auto/x", project="a", stamp=stamps[2]))
+    put(store, made("auto confirmed", origin="local_auto", topic_key="auto/y", sources=2, stamp=stamps[3]))
+    gone = put(store, made("gone", project="a", stamp=stamps[4]))
+    store.forget(gone.hex)
+
+    def titles(**where: Any) -> list[str]:
+        flt = store_base.RecordFilter(**where)
+        found = [r.title for r in store.find_records(flt)]
+        assert store.count_records(flt) == len(found)
+        return found
+
+    assert titles() == ["auto confirmed", "auto one", "Use tabs", "Link zlib"]
+    assert titles(type="decision") == ["Use tabs"]
+    assert titles(scope="project") == ["Use tabs"]
+    assert titles(project="a") == ["auto one", "Link zlib"]
+    assert titles(origin="local_auto") == ["auto confirmed", "auto one"]
+    assert titles(unconfirmed=True) == ["auto one"]
+    assert titles(text="LINK ZLIB") == ["Link zlib"]
+    assert titles(text="100%_s") == ["Use tabs"]
+    assert titles(text="100%x") == [] and titles(text="0_") == []  # LIKE's wildcards are text
+    assert titles(forgotten=True) == ["gone"]
+    flt = store_base.RecordFilter()
+    assert [r.title for r in store.find_records(flt, limit=2, offset=1)] == ["auto one", "Use tabs"]
+    store.approve(auto.hex)
+    assert titles(unconfirmed=True) == []
+
+
+def test_a_persons_mark_reads_as_a_mark_and_is_taken_back(store: Store) -> None:
+    record = put(store, made())
+    assert store.mark("0" * 32, "wrong", "no such") is False
+    assert store.mark(record.hex, "outdated", "zlib 2 links itself") is True
+    assert store.mark(record.hex, "outdated", "superseded by the meson build") is True  # replaces
+    got = store.get(record.hex)
+    assert got is not None and got.marked == [Relation("human", "outdated")] and got.is_outdated
+    assert [(m.relation, m.reason) for m in store.human_marks(record.hex)] == [
+        ("outdated", "superseded by the meson build")
+    ]
+    store.mark(record.hex, "wrong", "the flag is -lz, not -lzlib")
+    assert store.get_many([record.hex])[0].is_wrong
+    assert rank(store, Query(text="ld: undefined symbol deflate"), limit=5) == []  # wrong: never a hit
+    assert store.unmark(record.hex, "wrong") is True and store.unmark(record.hex, "wrong") is False
+    assert [h.record.hex for h in rank(store, Query(text="ld: undefined symbol deflate"), limit=5)] == [record.hex]
+    store.purge(record.hex)
+    assert store.human_marks(record.hex) == []
+
+
+def test_recent_sessions_the_latest_first(store: Store) -> None:
+    assert store.recent_sessions() == []
+    for name in ("s1", "s2", "s3"):
+        store.touch_session(name, "key", "name")
+    store.touch_session("s1", "key", "name")
+    assert [s.id for s in store.recent_sessions()] == ["s1", "s3", "s2"]
+    assert [s.id for s in store.recent_sessions(limit=1)] == ["s1"]
+    assert store.take_read("s2", "a" * 32, 10, 100) == 10
+    assert [s.reads for s in store.recent_sessions() if s.id == "s2"] == [["a" * 32]]

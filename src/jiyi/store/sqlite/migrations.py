@@ -376,6 +376,25 @@ def m012_capture_steps(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m013_human_marks(db: sqlite3.Connection) -> None:
+    # A person's marks from the review page (``Store.mark``): wrong or outdated, with the reason,
+    # one of each kind a record. Read with the records' own marks (``relations``), which need a
+    # record that made them.
+    _run(
+        db,
+        """
+        CREATE TABLE human_marks (
+            hex TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            created TEXT NOT NULL,
+            PRIMARY KEY (hex, relation)
+        ) WITHOUT ROWID
+        """,
+    )
+
+
 def recorded(db: sqlite3.Connection) -> list[str]:
     """The names ``db``'s ``_migrations`` holds, in the order applied; none without the table."""
     if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone():
