@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("starlette", reason="the ui extra is not installed (pip install -e '.[test]')")
-pytest.importorskip("jinja2", reason="the ui extra is not installed (pip install -e '.[test]')")
+import jiyi
+from jiyi.analysis.indexing import derive
+from jiyi.records import Fix, Record, Reproduction, Revision, Verification, new_hex, now, snapshot
 
-import jiyi  # noqa: E402
-from jiyi.analysis.indexing import derive  # noqa: E402
-from jiyi.records import Fix, Record, Reproduction, Revision, Verification, new_hex, now, snapshot  # noqa: E402
-
-from ..helpers import YAML, ZLIB, note  # noqa: E402
+from ..helpers import YAML, note
 
 PORT = 8765
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -31,10 +28,11 @@ class Data:
 
 def _automatic(memory: jiyi.Memory) -> Record:
     stamp = now()
+    here = memory.session().project
     record = Record(
         hex=new_hex(), title="Install libssl-dev for openssl/ssl.h", type="bugfix", scope="global",
         what="fatal error: openssl/ssl.h: No such file or directory", why="the headers were missing",
-        where="apt", learned="apt-get install libssl-dev", project=memory.session().project.name, project_key=memory.session().project.key,
+        where="apt", learned="apt-get install libssl-dev", project=here.name, project_key=here.key,
         origin="local_auto", topic_key="auto/openssl-ssl-h", session_id="auto-s", created=stamp, updated=stamp,
         fix=Fix("command", command="apt-get install libssl-dev"), tool_name="bash",
     )  # fmt: skip
@@ -50,7 +48,7 @@ def _automatic(memory: jiyi.Memory) -> Record:
 def populate(memory: jiyi.Memory) -> Data:
     # The project of the folder the page is started in, as an agent working there has it.
     writer = memory.session(session_id="writer-1")
-    zlib = writer.note(**ZLIB).record
+    zlib = writer.note(**note(topic_key="build/zlib")).record
     zlib = writer.note(**note(topic_key="build/zlib", learned="add -lz after the object files")).record
     zlib = writer.note(**note(topic_key="build/zlib", learned="add -lz after the objects, before -lc")).record
     store = memory.store
