@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from ..errors import JiyiError
 from ..ranking import WEIGHTS, Query, rank
-from ..records import ORIGIN_LABELS, SCOPES, TYPES, Record, split_ref
+from ..records import ORIGIN_LABELS, OUTCOMES_EN, SCOPES, TYPES, Record, split_ref
 from ..store.base import RecordFilter
 from ..tools import formats, validation
 from .app import context
@@ -174,7 +174,12 @@ def sessions(request: Request) -> Response:
     recent = store.recent_sessions(30)
     titles = {r.hex: r for r in store.get_many({h for s in recent for h in (*s.reads, *s.notes)})}
     return ctx.render(
-        "sessions.html", nav="sessions", sessions=recent, titles=titles, budget=ctx.memory.settings.read_budget
+        "sessions.html",
+        nav="sessions",
+        sessions=recent,
+        titles=titles,
+        budget=ctx.memory.settings.read_budget,
+        outcomes=OUTCOMES_EN,
     )
 
 
