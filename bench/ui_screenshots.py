@@ -33,9 +33,10 @@ MORE = [
 def main() -> None:
     home = tempfile.mkdtemp(prefix="jiyi-shots-")
     os.environ.update(JIYI_HOME=home, JIYI_CONFIG_DIR=home + "/config", JIYI_LOCALE="en")
-    import jiyi
     from tests.ui.conftest import populate
     from tests.ui.live import browser, serving, unavailable
+
+    import jiyi
 
     if reason := unavailable():
         sys.exit(f"no screenshots: {reason}")

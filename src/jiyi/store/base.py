@@ -125,7 +125,7 @@ class RecordFilter:
         """``text`` as a LIKE pattern (escape character ``\\``), None without one."""
         if not self.text:
             return None
-        escaped = self.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         return f"%{escaped}%"
 
 
@@ -134,8 +134,9 @@ class RecordFilter:
 UNCONFIRMED_SQL = (
     "(origin = 'local_auto' AND coalesce(topic_key, '') LIKE 'auto/%' AND sources < 2 AND used_success < 1)"
 )
-# The columns a text filter looks in, lowercased and joined.
-FILTER_TEXT_SQL = "lower(title || ' ' || what || ' ' || why || ' ' || loc || ' ' || learned)"
+# The columns a text filter looks in, joined (SQLite's LIKE ignores ASCII case, PostgreSQL's ILIKE
+# any; a lower() around it cost SQLite 90 of 240 ms at 100 000 records).
+FILTER_TEXT_SQL = "(title || ' ' || what || ' ' || why || ' ' || loc || ' ' || learned)"
 
 
 @dataclass(frozen=True)
@@ -243,12 +244,9 @@ class Store(ABC):
         """Records newest first; ``only_forgotten``: the forgotten ones alone (to restore one)."""
 
     @abstractmethod
-    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> list[Record]:
-        """The records ``where`` lets through, newest first (the review page's listing)."""
-
-    @abstractmethod
-    def count_records(self, where: RecordFilter) -> int:
-        """How many records ``where`` lets through."""
+    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[Record], int]:
+        """A page of the records ``where`` lets through, newest first, and how many it lets through
+        in all (the review page's listing)."""
 
     @abstractmethod
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]: ...

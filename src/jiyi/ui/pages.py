@@ -61,13 +61,12 @@ def records(request: Request) -> Response:
     store = ctx.memory.store
     where = _filter(request)
     page = _page_number(request)
-    total = store.count_records(where)
-    shown = store.find_records(where, limit=PAGE, offset=(page - 1) * PAGE)
+    shown, total = store.find_records(where, limit=PAGE, offset=(page - 1) * PAGE)
     inbox: list[Record] = []
     inbox_total = 0
     if not where.forgotten and page == 1:
         waiting = RecordFilter(unconfirmed=True)
-        inbox, inbox_total = store.find_records(waiting, limit=INBOX), store.count_records(waiting)
+        inbox, inbox_total = store.find_records(waiting, limit=INBOX)
     kept = {k: v for k, v in request.query_params.items() if k != "page" and v}
     first = (page - 1) * PAGE + 1 if shown else 0
     return ctx.render(

@@ -254,19 +254,16 @@ class PgStore(PgLexical, PgSessions, Store):
             clauses.append(UNCONFIRMED_SQL.replace("%", "%%"))  # a literal percent among psycopg's placeholders
         like = where.like()
         if like is not None:
-            clauses.append(f"{FILTER_TEXT_SQL} LIKE %s ESCAPE '\\'")
+            clauses.append(f"{FILTER_TEXT_SQL} ILIKE %s ESCAPE '\\'")
             params.append(like)
         return " AND ".join(clauses), params
 
-    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> list[Record]:
+    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[Record], int]:
         sql, params = self._filtered(where)
-        return self._select(sql, [*params, limit, offset], "ORDER BY updated DESC, rid DESC LIMIT %s OFFSET %s")
-
-    def count_records(self, where: RecordFilter) -> int:
-        sql, params = self._filtered(where)
+        found = self._select(sql, [*params, limit, offset], "ORDER BY updated DESC, rid DESC LIMIT %s OFFSET %s")
         with self.db.cursor() as cur:
             cur.execute(f"SELECT count(*) FROM records WHERE team_id = %s AND {sql}", (self.team, *params))
-            return int(cur.fetchone()[0])  # type: ignore[index]
+            return found, int(cur.fetchone()[0])  # type: ignore[index]
 
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]:
         last = 0

@@ -268,23 +268,34 @@ class SQLiteStore(SQLiteLexical, SQLiteSearch, SQLiteSessions, Store):
             params.append(like)
         return " AND ".join(clauses), params
 
-    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> list[Record]:
+    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[Record], int]:
         sql, params = self._filtered(where)
 
-        def run(db: sqlite3.Connection) -> list[Record]:
-            rows = db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM records WHERE {sql} ORDER BY updated DESC, rid DESC LIMIT ? OFFSET ?",
-                [*params, limit, offset],
-            ).fetchall()
+        def run(db: sqlite3.Connection) -> tuple[list[Record], int]:
+            if where.forgotten or (where.text and not (where.type or where.origin or where.unconfirmed)):
+                # No index narrows these: one pass over the table finds the matches and their count
+                # (walking the `updated` index, then each row, took 350 ms at 100 000 records).
+                found = db.execute(
+                    f"SELECT rid FROM records NOT INDEXED WHERE {sql} ORDER BY updated DESC, rid DESC", params
+                ).fetchall()
+                total, rids = len(found), [r[0] for r in found[offset : offset + limit]]
+                marks = ",".join("?" * len(rids))
+                by_rid = {
+                    row[0]: row[1:]
+                    for row in db.execute(f"SELECT rid, {_RECORD_COLUMNS} FROM records WHERE rid IN ({marks})", rids)
+                }
+                rows = [by_rid[rid] for rid in rids]
+            else:
+                total = int(db.execute(f"SELECT count(*) FROM records WHERE {sql}", params).fetchone()[0])
+                rows = db.execute(
+                    f"SELECT {_RECORD_COLUMNS} FROM records WHERE {sql} ORDER BY updated DESC, rid DESC "
+                    "LIMIT ? OFFSET ?",
+                    [*params, limit, offset],
+                ).fetchall()
             loaded = _load_indexes(db, [row[0] for row in rows])
-            return [self._row_to_record(db, row, loaded) for row in rows]
+            return [self._row_to_record(db, row, loaded) for row in rows], total
 
         return self._guard(run)
-
-    def count_records(self, where: RecordFilter) -> int:
-        sql, params = self._filtered(where)
-        counted = self._guard(lambda db: db.execute(f"SELECT count(*) FROM records WHERE {sql}", params).fetchone())
-        return int(counted[0])
 
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]:
         last = 0
