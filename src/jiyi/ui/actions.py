@@ -15,7 +15,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from ..errors import JiyiError
 from ..records import RELATIONS, Record, split_ref
 from ..store.base import Store
-from .app import Context, context
+from .context import Context, context
 
 _BAD_CSRF = "403: the form's csrf field is missing or not this launch's; nothing changed\n"
 MAX_REASON = 2000

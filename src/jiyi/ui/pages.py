@@ -17,11 +17,11 @@ from ..ranking import WEIGHTS, Query, rank
 from ..records import ORIGIN_LABELS, OUTCOMES_EN, SCOPES, TYPES, Record, split_ref
 from ..store.base import RecordFilter
 from ..tools import formats, validation
-from .app import context
+from .context import context
 from .labels import labels
 
 if TYPE_CHECKING:
-    from .app import Context
+    from .context import Context
 
 PAGE = 50
 INBOX = 20
