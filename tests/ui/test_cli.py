@@ -110,3 +110,17 @@ def test_neither_the_hook_nor_the_mcp_server_loads_the_page(tmp_path: Path, jiyi
     assert _loaded(start) == "[]"
     cli = "import sys\nfrom jiyi.mcp_server import start as s\ns.serve = lambda: None\nsys.argv = ['jiyi', 'mcp']"
     assert _loaded(cli + "\nfrom jiyi.cli import main\nmain()") == "[]"
+
+
+def test_a_port_in_use_is_a_coded_error(jiyi_home: Path) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        done = CliRunner().invoke(main, ["ui", "--no-browser", "--port", str(taken.getsockname()[1])])
+    finally:
+        taken.close()
+    assert done.exit_code == 1 and "cannot listen on 127.0.0.1" in done.output and "E_UNAVAILABLE" in done.output
+    assert "Traceback" not in done.output
