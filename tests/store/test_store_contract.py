@@ -497,6 +497,11 @@ def test_filtered_listing_and_its_count(store: Store) -> None:
     for where in (flt, store_base.RecordFilter(text="e")):  # with a text filter too
         found, total = store.find_records(where, limit=2, offset=1)
         assert ([r.title for r in found], total) == (["auto one", "Use tabs"], 4)
+    store.mark(auto.hex, "outdated", "")
+    assert titles(unconfirmed=True) == ["auto one"]
+    store.mark(auto.hex, "wrong", "a person decided")
+    assert titles(unconfirmed=True) == []  # decided: no longer waiting
+    store.unmark(auto.hex, "wrong")
     store.approve(auto.hex)
     assert titles(unconfirmed=True) == []
 

@@ -217,6 +217,12 @@ def test_approve_takes_it_out_of_the_inbox(client: TestClient, guard: Guard, mem
     assert found[0].record.id == data.auto.id and trust.strength == 1.0
 
 
+def test_mark_wrong_from_the_inbox_decides_it(client: TestClient, guard: Guard, data: Data) -> None:
+    assert post(client, guard, f"/records/{data.auto.id}/mark", relation="wrong", reason="not the fix", next="/") == 303
+    page = client.get("/").text
+    assert "待确认的自动记录" not in page and data.auto.title in page  # out of the inbox, still listed
+
+
 def test_mark_wrong_takes_it_out_of_search_and_unmark_brings_it_back(
     client: TestClient, guard: Guard, memory: jiyi.Memory, data: Data
 ) -> None:
@@ -255,3 +261,16 @@ def test_purge_asks_first(client: TestClient, guard: Guard, memory: jiyi.Memory,
     assert post(client, guard, path, confirm="yes") == 303
     assert memory.store.get(data.yaml.hex, include_forgotten=True) is None
     assert data.yaml.id not in hits(memory, "No module named 'yaml'")
+
+
+def test_a_store_that_cannot_be_used_is_a_coded_answer(
+    client: TestClient, memory: jiyi.Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jiyi.errors import Unavailable
+
+    def locked(*args: object, **kwargs: object) -> None:
+        raise Unavailable("database is locked")
+
+    monkeypatch.setattr(memory.store, "find_records", locked)
+    answer = client.get("/")
+    assert answer.status_code == 503 and answer.text == "记忆暂不可用\n错误码：E_UNAVAILABLE\n"

@@ -119,7 +119,9 @@ class RecordFilter:
     project: str | None = None
     text: str | None = None
     forgotten: bool = False  # the forgotten records alone, instead of the live ones
-    unconfirmed: bool = False  # only automatic records waiting for a confirmation (``curation``)
+    # Only automatic records waiting for a confirmation (``curation.unconfirmed``) that no person
+    # has marked wrong either: what still waits for a decision.
+    unconfirmed: bool = False
 
     def like(self) -> str | None:
         """``text`` as a LIKE pattern (escape character ``\\``), None without one."""

@@ -13,9 +13,10 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..errors import JiyiError, NotFound, Unavailable
 from . import actions, pages
 from .context import HERE, Context, templates
 
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
 
 def _style(request: Request) -> Response:
     return Response((HERE / "style.css").read_bytes(), media_type="text/css")
+
+
+async def _failed(request: Request, exc: Exception) -> Response:
+    """A failure of ours (the store locked or broken, a bad argument): its coded text, no traceback."""
+    assert isinstance(exc, JiyiError)
+    locale = request.app.state.context.locale
+    status = 503 if isinstance(exc, Unavailable) else 404 if isinstance(exc, NotFound) else 400
+    return PlainTextResponse(exc.text(locale) + "\n", status_code=status)
 
 
 def create_app(memory: Memory, guard: Guard) -> Starlette:
@@ -40,6 +49,10 @@ def create_app(memory: Memory, guard: Guard) -> Starlette:
         Route("/style.css", _style),
         *(Route(f"/records/{{ref}}/{name}", action, methods=["POST"]) for name, action in actions.ACTIONS.items()),
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)])
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)],
+        exception_handlers={JiyiError: _failed},
+    )
     app.state.context = Context(memory, guard, session.project, session.env, templates())
     return app

@@ -252,6 +252,10 @@ class PgStore(PgLexical, PgSessions, Store):
                 params.append(value)
         if where.unconfirmed:
             clauses.append(UNCONFIRMED_SQL.replace("%", "%%"))  # a literal percent among psycopg's placeholders
+            clauses.append(
+                "NOT EXISTS (SELECT 1 FROM human_marks h WHERE h.team_id = r.team_id AND h.hex = r.hex "
+                "AND h.relation = 'wrong')"
+            )
         like = where.like()
         if like is not None:
             clauses.append(f"{FILTER_TEXT_SQL} ILIKE %s ESCAPE '\\'")
@@ -262,7 +266,7 @@ class PgStore(PgLexical, PgSessions, Store):
         sql, params = self._filtered(where)
         found = self._select(sql, [*params, limit, offset], "ORDER BY updated DESC, rid DESC LIMIT %s OFFSET %s")
         with self.db.cursor() as cur:
-            cur.execute(f"SELECT count(*) FROM records WHERE team_id = %s AND {sql}", (self.team, *params))
+            cur.execute(f"SELECT count(*) FROM records r WHERE team_id = %s AND {sql}", (self.team, *params))
             return found, int(cur.fetchone()[0])  # type: ignore[index]
 
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]:

@@ -262,6 +262,9 @@ class SQLiteStore(SQLiteLexical, SQLiteSearch, SQLiteSessions, Store):
                 params.append(value)
         if where.unconfirmed:
             clauses.append(UNCONFIRMED_SQL)
+            clauses.append(
+                "NOT EXISTS (SELECT 1 FROM human_marks h WHERE h.hex = records.hex AND h.relation = 'wrong')"
+            )
         like = where.like()
         if like is not None:
             clauses.append(f"{FILTER_TEXT_SQL} LIKE ? ESCAPE '\\'")
