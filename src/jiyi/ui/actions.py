@@ -93,7 +93,7 @@ def _purge(ctx: Context, store: Store, record: Record, form: Any) -> str | None:
     if form.get("confirm") != "yes":  # the confirmation page's button says so
         return f"/records/{record.id}/purge"
     store.purge(record.hex)
-    return _next(form, "/") if form.get("next") != f"/records/{record.id}" else "/"
+    return "/"  # its own page is gone
 
 
 ACTIONS = {
