@@ -379,9 +379,10 @@ migration(
 )
 
 
-# sqlite migrations.m013: a person's marks (``Store.mark``), by team.
+# sqlite migrations.m013: a person's marks (``Store.mark``), by team. Numbered after the steps main
+# gained meanwhile (m011_token_roles, m012_verification_runners), which a merge places before it.
 migration(
-    "m011_human_marks",
+    "m013_human_marks",
     """
     CREATE TABLE human_marks (
         team_id bigint NOT NULL,
