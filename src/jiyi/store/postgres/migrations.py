@@ -379,8 +379,7 @@ migration(
 )
 
 
-# sqlite migrations.m013: a person's marks (``Store.mark``), by team. Numbered after the steps main
-# gained meanwhile (m011_token_roles, m012_verification_runners), which a merge places before it.
+# sqlite migrations.m013: a person's marks (``Store.mark``), by team.
 migration(
     "m013_human_marks",
     """
