@@ -22,7 +22,7 @@ RANKS: dict[str, int] = {
     "store": 3, "writing": 3, "transfer": 3,
     "ranking": 4, "tools": 4,
     "capture": 5, "session": 5, "memory": 5,
-    "mcp_server": 6, "team": 6,
+    "mcp_server": 6, "team": 6, "diagnosis": 6, "ui": 6,
     "cli": 7, "__main__": 7,
 }  # fmt: skip
 

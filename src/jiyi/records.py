@@ -14,6 +14,8 @@ TYPES = ("decision", "bugfix", "pattern", "config", "discovery", "learning", "pi
 SCOPES = ("project", "global")
 FIX_KINDS = ("command", "diff", "config")
 RELATIONS = ("wrong", "outdated")
+# Who a person's mark (``Store.mark``, the review page) reads as made by, where a record's mark names the record.
+HUMAN_MARK = "human"
 
 ORIGIN_LABELS = {
     "note": "本机笔记",

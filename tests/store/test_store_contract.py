@@ -589,3 +589,71 @@ def test_threads_sharing_a_small_pool_write_one_topic_without_starving_it(pg_sch
             found = [r for r in store.list_records() if r.topic_key == "race/pool"]
     assert errors == []
     assert len(found) == 1 and found[0].revision == threads * each
+
+
+def test_filtered_listing_and_its_count(store: Store) -> None:
+    stamps = [f"2026-02-{d:02d}T00:00:00.000000+00:00" for d in range(1, 6)]
+    put(store, made("Link zlib", type="bugfix", scope="global", project="a", stamp=stamps[0]))
+    put(store, made("Use tabs", type="decision", scope="project", project="b", what="tabs 100%_sure", stamp=stamps[1]))
+    auto = put(store, made("auto one", origin="local_auto", topic_key="auto/x", project="a", stamp=stamps[2]))
+    put(store, made("auto confirmed", origin="local_auto", topic_key="auto/y", sources=2, stamp=stamps[3]))
+    gone = put(store, made("gone", project="a", stamp=stamps[4]))
+    store.forget(gone.hex)
+
+    def titles(**where: Any) -> list[str]:
+        flt = store_base.RecordFilter(**where)
+        found, total = store.find_records(flt)
+        assert total == len(found)
+        return [r.title for r in found]
+
+    assert titles() == ["auto confirmed", "auto one", "Use tabs", "Link zlib"]
+    assert titles(type="decision") == ["Use tabs"]
+    assert titles(scope="project") == ["Use tabs"]
+    assert titles(project="a") == ["auto one", "Link zlib"]
+    assert titles(origin="local_auto") == ["auto confirmed", "auto one"]
+    assert titles(unconfirmed=True) == ["auto one"]
+    assert titles(text="LINK ZLIB") == ["Link zlib"]
+    assert titles(text="100%_s") == ["Use tabs"]
+    assert titles(text="100%x") == [] and titles(text="0_") == []  # LIKE's wildcards are text
+    assert titles(forgotten=True) == ["gone"]
+    flt = store_base.RecordFilter()
+    for where in (flt, store_base.RecordFilter(text="e")):  # with a text filter too
+        found, total = store.find_records(where, limit=2, offset=1)
+        assert ([r.title for r in found], total) == (["auto one", "Use tabs"], 4)
+    store.mark(auto.hex, "outdated", "")
+    assert titles(unconfirmed=True) == ["auto one"]
+    store.mark(auto.hex, "wrong", "a person decided")
+    assert titles(unconfirmed=True) == []  # decided: no longer waiting
+    store.unmark(auto.hex, "wrong")
+    store.approve(auto.hex)
+    assert titles(unconfirmed=True) == []
+
+
+def test_a_persons_mark_reads_as_a_mark_and_is_taken_back(store: Store) -> None:
+    record = put(store, made())
+    assert store.mark("0" * 32, "wrong", "no such") is False
+    assert store.mark(record.hex, "outdated", "zlib 2 links itself") is True
+    assert store.mark(record.hex, "outdated", "superseded by the meson build") is True  # replaces
+    got = store.get(record.hex)
+    assert got is not None and got.marked == [Relation("human", "outdated")] and got.is_outdated
+    assert [(m.relation, m.reason) for m in store.human_marks(record.hex)] == [
+        ("outdated", "superseded by the meson build")
+    ]
+    store.mark(record.hex, "wrong", "the flag is -lz, not -lzlib")
+    assert store.get_many([record.hex])[0].is_wrong
+    assert rank(store, Query(text="ld: undefined symbol deflate"), limit=5) == []  # wrong: never a hit
+    assert store.unmark(record.hex, "wrong") is True and store.unmark(record.hex, "wrong") is False
+    assert [h.record.hex for h in rank(store, Query(text="ld: undefined symbol deflate"), limit=5)] == [record.hex]
+    store.purge(record.hex)
+    assert store.human_marks(record.hex) == []
+
+
+def test_recent_sessions_the_latest_first(store: Store) -> None:
+    assert store.recent_sessions() == []
+    for name in ("s1", "s2", "s3"):
+        store.touch_session(name, "key", "name")
+    store.touch_session("s1", "key", "name")
+    assert [s.id for s in store.recent_sessions()] == ["s1", "s3", "s2"]
+    assert [s.id for s in store.recent_sessions(limit=1)] == ["s1"]
+    assert store.take_read("s2", "a" * 32, 10, 100) == 10
+    assert [s.reads for s in store.recent_sessions() if s.id == "s2"] == [["a" * 32]]

@@ -32,7 +32,7 @@ def group() -> click.Group:
 
     from .. import __version__
     from ..errors import JiyiError
-    from . import capture, data, doctor, mcp, records, team
+    from . import capture, data, doctor, mcp, records, team, ui
 
     class Jiyi(click.Group):
         """No command prints a traceback for a failure of ours (docs/spec.md §2): its text on stderr,
@@ -55,7 +55,7 @@ def group() -> click.Group:
         Shell completion: eval "$(_JIYI_COMPLETE=bash_source jiyi)" (zsh_source, fish_source).
         """
 
-    for module in (records, data, doctor, mcp, capture, team):
+    for module in (records, data, doctor, mcp, capture, team, ui):
         for command in module.COMMANDS:
             jiyi.add_command(command)
     return jiyi

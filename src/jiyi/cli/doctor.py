@@ -5,22 +5,18 @@ versions recorded as a fix while the agent only looked (``capture/curation.py``)
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
-from pathlib import Path
 
 import click
 
-from .. import config as config_module
-from .. import project
 from ..config import user_config_path
+from ..diagnosis import integrations, settings_rows, store_health, team_check
 from ..errors import JiyiError, SettingError, Unavailable
 from ..memory import Memory
 from ..store.sqlite.store import SQLiteStore
 from . import _locale
 from .common import emit_json, json_option
-from .data import _lexical_line, _terms_version
+from .data import _lexical_line
 
 
 @click.command("doctor")
@@ -48,31 +44,15 @@ def doctor_command(fix: bool, as_json: bool) -> None:
         "config": str(config),
         "config_exists": config.is_file(),
         "store": str(path),
-        "settings": _settings(memory),
-        "integrations": _integrations(),
-        "team": _team(memory),
+        "settings": settings_rows(memory),
+        "integrations": integrations(),
+        "team": team_check(memory),
         "ok": False,
     }
     if fixed is not None:
         report["fixed"] = fixed
     try:
-        store = memory.store
-        report["migrations"] = [{"name": n, "applied_at": a} for n, a in store.applied_migrations()]
-        # Normally none (opening migrates): listed for a store that could not apply them.
-        report["pending_migrations"] = store.pending_migrations()
-        problems = store.integrity_check()
-        report["problems"] = problems
-        report["records"] = store.count()
-        version, left = store.lexical_state()
-        report["lexical"] = {"version": version, "current": _terms_version(), "left": left}
-        if isinstance(store, SQLiteStore):
-            # Written by a detached finisher after the hook (capture/finisher.py); a row given up on
-            # stays for inspection.
-            waiting, given_up = store.auto_record_queue()
-            report["auto_records_queued"] = {"waiting": waiting, "given_up": given_up}
-        report["ok"] = not problems
-    except JiyiError as exc:
-        report["problems"] = [getattr(exc, "reason", "") or exc.message]
+        report.update(store_health(memory))
     finally:
         memory.close()
     if as_json:
@@ -145,78 +125,6 @@ def _retire(memory: Memory, as_json: bool) -> dict[str, object]:
         for record in done.retired:
             click.echo(f"  retired {record.id}  {record.title}")
     return {"checked": done.checked, "retired": [r.id for r in done.retired]}
-
-
-def _settings(memory: Memory) -> list[dict[str, object]]:
-    """Every setting with its value and where it came from (``default`` when nothing set it)."""
-    _, sources = config_module.sourced(project.find_root(memory.cwd.resolve()))
-    rows = []
-    for key in config_module.Settings.__slots__:
-        value = getattr(memory.settings, key)
-        shown: object = "(set)" if key == "team_token" and value else str(value) if isinstance(value, Path) else value
-        rows.append({"key": key, "value": shown, "source": sources.get(key, "default")})
-    return rows
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _claude_mcp(home: Path) -> bool:
-    try:
-        data = json.loads(_read(home / ".claude.json") or "{}")
-    except ValueError:
-        return False
-    tables = [
-        data.get("mcpServers") or {},
-        *((p or {}).get("mcpServers") or {} for p in (data.get("projects") or {}).values()),
-    ]
-    return any("jiyi" in table for table in tables if isinstance(table, dict))
-
-
-def _integrations() -> dict[str, object]:
-    """What this machine's agents are told of jiyi, as far as their files show (docs/agents.md)."""
-    home = Path.home()
-    plugins = _read(home / ".claude" / "plugins" / "installed_plugins.json")
-    plugin = '"jiyi@' in plugins
-    claude_hooks = any(
-        "jiyi hook" in _read(p) for p in (home / ".claude" / "settings.json", Path(".claude/settings.json"))
-    )
-    codex = _read(home / ".codex" / "config.toml")
-    gemini = _read(home / ".gemini" / "settings.json")
-    return {
-        "jiyi_on_path": shutil.which("jiyi"),
-        "claude_code": {"plugin": plugin, "mcp": plugin or _claude_mcp(home), "hooks": plugin or claude_hooks},
-        "codex": {
-            "mcp": "[mcp_servers.jiyi]" in codex,
-            "hooks": "jiyi hook codex" in codex + _read(home / ".codex" / "hooks.json"),
-        },
-        "gemini": {"mcp": "jiyi" in gemini and "mcp" in gemini, "hooks": "jiyi hook gemini" in gemini},
-    }
-
-
-def _team(memory: Memory) -> dict[str, object] | None:
-    """Whether the team server answers, and takes this machine's token (a pull of nothing)."""
-    settings = memory.settings
-    if not settings.team:
-        return None
-    try:
-        from ..team.client.http import TeamClient
-    except ImportError:
-        return {"url": settings.team_url, "answers": False, "error": "the team extra is not installed"}
-    try:
-        with TeamClient.from_settings(settings) as client:
-            client.changes(0, 1)  # authenticated: a refused token says so here
-        return {"url": settings.team_url, "answers": True, "token": "accepted"}
-    except JiyiError as exc:
-        return {
-            "url": settings.team_url,
-            "answers": False,
-            "error": f"{exc.code}: {getattr(exc, 'reason', '') or exc.message}",
-        }
 
 
 def _echo_context(report: dict[str, object]) -> None:

@@ -75,6 +75,13 @@ def team_group() -> None:
     type=click.IntRange(1),
     help="Seconds an idle connection is kept open; longer than the proxy's (or clients') idle timeout.",
 )
+@click.option(
+    "--operator-token",
+    envvar="JIYI_TEAM_OPERATOR_TOKEN",
+    default=None,
+    help="Serve the operator's page at /ui behind this token (JIYI_TEAM_OPERATOR_TOKEN; open /ui?token=…): "
+    "teams, members, records, replay runs, the latest pushes. None: no page.",
+)
 def serve_command(
     dsn: str,
     schema: str,
@@ -84,6 +91,7 @@ def serve_command(
     rate_per_minute: int | None,
     read_dsn: str | None,
     keep_alive: int,
+    operator_token: str | None,
 ) -> None:
     """Run the team server (HTTP, for a reverse proxy with TLS in front of it).
 
@@ -106,6 +114,13 @@ def serve_command(
         os.environ["JIYI_TEAM_READ_DSN"] = read_dsn
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
+    if operator_token:
+        if len(operator_token) < 16:
+            raise click.UsageError(
+                "--operator-token: at least 16 characters "
+                "(e.g. python -c 'import secrets; print(secrets.token_urlsafe())')"
+            )
+        os.environ["JIYI_TEAM_OPERATOR_TOKEN"] = operator_token
     uvicorn.run(
         "jiyi.team.server.app:app_from_env",
         factory=True,

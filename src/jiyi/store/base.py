@@ -35,6 +35,7 @@ TERM_SCAN = 2000
 # (``relations``); a backend adds the tables only it has.
 PURGED_TABLES = (
     "signatures", "symbols", "revisions", "session_reads", "session_notes", "session_recalls", "record_confirmations",
+    "human_marks",
 )  # fmt: skip
 # The columns a record is written with: those it is read with (``records.RECORD_COLUMNS``), then
 # what the store derives for search and re-signing.
@@ -106,6 +107,49 @@ class Resolved:
     # same command passed again with nothing edited or run in between (a flaky failure: no fix).
     steps: tuple[str, ...] = ()
     flaky: bool = False
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """Which records a listing shows (``Store.find_records``, the review page): each field set
+    narrows it; ``text`` is a case-insensitive substring of the title or the content."""
+
+    type: str | None = None
+    scope: str | None = None
+    origin: str | None = None
+    project: str | None = None
+    text: str | None = None
+    forgotten: bool = False  # the forgotten records alone, instead of the live ones
+    # Only automatic records waiting for a confirmation (``curation.unconfirmed``) that no person
+    # has marked wrong either: what still waits for a decision.
+    unconfirmed: bool = False
+
+    def like(self) -> str | None:
+        """``text`` as a LIKE pattern (escape character ``\\``), None without one."""
+        if not self.text:
+            return None
+        escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return f"%{escaped}%"
+
+
+# What "waiting for confirmation" is in SQL (``capture/curation.unconfirmed``; the outbox says the
+# same): written by capture, confirmed by no second session, no read followed by success, no person.
+UNCONFIRMED_SQL = (
+    "(origin = 'local_auto' AND coalesce(topic_key, '') LIKE 'auto/%' AND sources < 2 AND used_success < 1)"
+)
+# The columns a text filter looks in, joined (SQLite's LIKE ignores ASCII case, PostgreSQL's ILIKE
+# any; a lower() around it cost SQLite 90 of 240 ms at 100 000 records).
+FILTER_TEXT_SQL = "(title || ' ' || what || ' ' || why || ' ' || loc || ' ' || learned)"
+
+
+@dataclass(frozen=True)
+class HumanMark:
+    """A person's mark on a record (the review page): ``wrong`` takes it out of search, ``outdated``
+    lowers its trust, as a record's mark does; with the reason given."""
+
+    relation: str  # wrong | outdated
+    reason: str
+    created: str
 
 
 @dataclass(frozen=True)
@@ -209,6 +253,11 @@ class Store(ABC):
         """Records newest first; ``only_forgotten``: the forgotten ones alone (to restore one)."""
 
     @abstractmethod
+    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[Record], int]:
+        """A page of the records ``where`` lets through, newest first, and how many it lets through
+        in all (the review page's listing)."""
+
+    @abstractmethod
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]: ...
 
     @abstractmethod
@@ -224,6 +273,20 @@ class Store(ABC):
 
     @abstractmethod
     def purge(self, hexid: str) -> bool: ...
+
+    @abstractmethod
+    def mark(self, hexid: str, relation: str, reason: str) -> bool:
+        """A person marks a record ``wrong`` or ``outdated`` (``records.RELATIONS``) with a reason,
+        replacing their earlier mark of that kind; it reads as a mark by ``records.HUMAN_MARK``.
+        False when there is no such record."""
+
+    @abstractmethod
+    def unmark(self, hexid: str, relation: str) -> bool:
+        """Take a person's mark back; False when there was none."""
+
+    @abstractmethod
+    def human_marks(self, hexid: str) -> list[HumanMark]:
+        """A person's marks on a record, oldest first."""
 
     @abstractmethod
     def add_evidence(
@@ -282,6 +345,10 @@ class Store(ABC):
 
     @abstractmethod
     def session(self, session_id: str) -> SessionState | None: ...
+
+    @abstractmethod
+    def recent_sessions(self, limit: int = 20) -> list[SessionState]:
+        """The sessions seen last, the latest first."""
 
     @abstractmethod
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:

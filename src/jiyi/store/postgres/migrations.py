@@ -401,6 +401,22 @@ migration(
 )
 
 
+# sqlite migrations.m013: a person's marks (``Store.mark``), by team.
+migration(
+    "m013_human_marks",
+    """
+    CREATE TABLE human_marks (
+        team_id bigint NOT NULL,
+        hex text NOT NULL,
+        relation text NOT NULL,
+        reason text NOT NULL,
+        created text NOT NULL,
+        PRIMARY KEY (team_id, hex, relation)
+    );
+    """,
+)
+
+
 def recorded(conn: psycopg.Connection[Any]) -> list[str]:
     """The names ``conn``'s schema (its search_path) recorded, in the order applied; none without
     a ``_migrations``. Reads only."""

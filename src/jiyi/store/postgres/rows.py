@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from ...records import RECORD_COLUMNS, Record, Relation, record_from_columns
+from ...records import HUMAN_MARK, RECORD_COLUMNS, Record, Relation, record_from_columns
 from ..base import WRITE_COLUMNS, write_values
 from .search import tsvector_text
 
@@ -15,14 +15,16 @@ if TYPE_CHECKING:
 
 COLUMNS = RECORD_COLUMNS
 # What a record is read with: its row, then its signatures, symbols and the marks others made on
-# it (``[source id, relation]`` in the order made) as arrays, from ``records r``.
+# it (``[source id, relation]`` in the order made, a person's marks last) as arrays, from ``records r``.
 SELECT = (
     COLUMNS + ", ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY sig), "
     "ARRAY(SELECT symbol FROM symbols s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol), "
-    "(SELECT jsonb_agg(jsonb_build_array(CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex, "
-    "rel.relation) ORDER BY rel.created, rel.source_hex) FROM relations rel LEFT JOIN records src "
-    "ON src.team_id = rel.team_id AND src.hex = rel.source_hex "
-    "WHERE rel.team_id = r.team_id AND rel.target_hex = r.hex)"
+    "(SELECT jsonb_agg(jsonb_build_array(m.source, m.relation) ORDER BY m.human, m.created, m.source) FROM ("
+    "SELECT CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex AS source, rel.relation, rel.created, "
+    "false AS human FROM relations rel LEFT JOIN records src ON src.team_id = rel.team_id "
+    "AND src.hex = rel.source_hex WHERE rel.team_id = r.team_id AND rel.target_hex = r.hex "
+    f"UNION ALL SELECT '{HUMAN_MARK}', h.relation, h.created, true FROM human_marks h "
+    "WHERE h.team_id = r.team_id AND h.hex = r.hex) m)"
 )
 PUT_COLUMNS = [*WRITE_COLUMNS, "tsv"]
 PUT_SQL = (

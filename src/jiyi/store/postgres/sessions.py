@@ -78,6 +78,14 @@ class PgSessions:
                 into.extend(r[0] for r in cur.fetchall())
             return state
 
+    def recent_sessions(self, limit: int = 20) -> list[SessionState]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT id FROM sessions WHERE team_id = %s ORDER BY last_seen DESC, id LIMIT %s", (self.team, limit)
+            )
+            ids = [row[0] for row in cur.fetchall()]
+        return [state for state in map(self.session, ids) if state is not None]
+
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
         with self.db.cursor() as cur:
             cur.execute(

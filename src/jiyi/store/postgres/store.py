@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg.types.json import Jsonb
 
 from ...records import Record, Revision, now
-from ..base import PURGED_TABLES, Store
+from ..base import FILTER_TEXT_SQL, PURGED_TABLES, UNCONFIRMED_SQL, HumanMark, RecordFilter, Store
 from .database import Cursor, Member, PgDatabase, Team
 from .lexical import PgLexical
 from .rows import PUT_AUTHORED_SQL, PUT_SQL, SELECT, record_row, row_record
@@ -266,6 +266,34 @@ class PgStore(PgLexical, PgSessions, Store):
             params.append(project)
         return self._select(where, [*params, limit, offset], "ORDER BY updated DESC, rid DESC LIMIT %s OFFSET %s")
 
+    @staticmethod
+    def _filtered(where: RecordFilter) -> tuple[str, list[Any]]:
+        clauses = ["forgotten" if where.forgotten else "NOT forgotten"]
+        params: list[Any] = []
+        for column in ("type", "scope", "origin", "project"):
+            value = getattr(where, column)
+            if value:
+                clauses.append(f"{column} = %s")
+                params.append(value)
+        if where.unconfirmed:
+            clauses.append(UNCONFIRMED_SQL.replace("%", "%%"))  # a literal percent among psycopg's placeholders
+            clauses.append(
+                "NOT EXISTS (SELECT 1 FROM human_marks h WHERE h.team_id = r.team_id AND h.hex = r.hex "
+                "AND h.relation = 'wrong')"
+            )
+        like = where.like()
+        if like is not None:
+            clauses.append(f"{FILTER_TEXT_SQL} ILIKE %s ESCAPE '\\'")
+            params.append(like)
+        return " AND ".join(clauses), params
+
+    def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[Record], int]:
+        sql, params = self._filtered(where)
+        found = self._select(sql, [*params, limit, offset], "ORDER BY updated DESC, rid DESC LIMIT %s OFFSET %s")
+        with self.db.cursor() as cur:
+            cur.execute(f"SELECT count(*) FROM records r WHERE team_id = %s AND {sql}", (self.team, *params))
+            return found, int(cur.fetchone()[0])  # type: ignore[index]
+
     def iter_records(self, *, include_forgotten: bool = False) -> Iterator[Record]:
         last = 0
         flt = "" if include_forgotten else " AND NOT forgotten"
@@ -328,6 +356,35 @@ class PgStore(PgLexical, PgSessions, Store):
             )
             self.fold_into(cur)  # no seq to move (the record is gone); its term counts still move
             return True
+
+    def mark(self, hexid: str, relation: str, reason: str) -> bool:
+        with self.writing() as cur:
+            cur.execute("SELECT 1 FROM records WHERE team_id = %s AND hex = %s", (self.team, hexid))
+            if cur.fetchone() is None:
+                return False
+            cur.execute(
+                "INSERT INTO human_marks (team_id, hex, relation, reason, created) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (team_id, hex, relation) DO UPDATE SET reason = excluded.reason, "
+                "created = excluded.created",
+                (self.team, hexid, relation, reason, now()),
+            )
+            return True
+
+    def unmark(self, hexid: str, relation: str) -> bool:
+        with self.writing() as cur:
+            cur.execute(
+                "DELETE FROM human_marks WHERE team_id = %s AND hex = %s AND relation = %s",
+                (self.team, hexid, relation),
+            )
+            return cur.rowcount == 1
+
+    def human_marks(self, hexid: str) -> list[HumanMark]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT relation, reason, created FROM human_marks WHERE team_id = %s AND hex = %s ORDER BY created",
+                (self.team, hexid),
+            )
+            return [HumanMark(*row) for row in cur.fetchall()]
 
     def add_evidence(
         self, hexid: str, *, sources: int = 0, used_success: int = 0, session_id: str | None = None

@@ -86,6 +86,11 @@ class SQLiteSessions(SQLiteConnection):
 
         return self._guard(run)
 
+    def recent_sessions(self, limit: int = 20) -> list[SessionState]:
+        sql = "SELECT id FROM sessions ORDER BY last_seen DESC, id LIMIT ?"
+        ids = self._guard(lambda db: [row[0] for row in db.execute(sql, (limit,))])
+        return [state for state in map(self.session, ids) if state is not None]
+
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
         with self._write() as db:
             row = db.execute("SELECT read_used FROM sessions WHERE id = ?", (session_id,)).fetchone()

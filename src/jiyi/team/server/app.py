@@ -129,8 +129,10 @@ def create_app(
     failed_per_minute: int = FAILED_PER_MINUTE,
     body_seconds: float = BODY_SECONDS,
     lifespan: Callable[[Starlette], Any] | None = None,
+    operator_token: str | None = None,
 ) -> Starlette:
-    """The app over ``db`` (the primary), the ``READ_ROUTES`` reading ``read_db`` when given."""
+    """The app over ``db`` (the primary), the ``READ_ROUTES`` reading ``read_db`` when given; with
+    ``operator_token``, the operator's page at ``/ui`` (``operator``)."""
     buckets = Buckets(rate_per_minute)
     failures = Failures(failed_per_minute)
     reader = read_db or db
@@ -333,6 +335,10 @@ def create_app(
         Route("/v1/verify/{hex}", endpoint(runs), methods=["GET"]),
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),
     ]
+    if operator_token:
+        from .operator import page
+
+        routes.append(Route("/ui", page(db, operator_token), methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.db, app.state.read_db = db, read_db  # the pools, for a lifespan or a look at their stats
     return app
@@ -364,4 +370,5 @@ def app_from_env() -> Starlette:
             read_db.close()
 
     rate = int(os.environ.get("JIYI_TEAM_RATE", RATE_PER_MINUTE))
-    return create_app(db, read_db=read_db, rate_per_minute=rate, lifespan=lifespan)
+    operator = os.environ.get("JIYI_TEAM_OPERATOR_TOKEN", "") or None
+    return create_app(db, read_db=read_db, rate_per_minute=rate, lifespan=lifespan, operator_token=operator)
