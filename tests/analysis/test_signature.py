@@ -1084,7 +1084,10 @@ def test_look_alikes_with_another_fix_share_no_signature(a: str, b: str) -> None
 
 
 def test_the_whole_development_set() -> None:
-    clusters = {c["id"]: c for c in map(json.loads, BENCH.read_text(encoding="utf-8").splitlines())}
+    # The clusters the rules were written against (below c200, bench/data/README.md "the frozen
+    # split"); the later ones measure how the rules generalise, in bench/retrieval.py, not here.
+    every = map(json.loads, BENCH.read_text(encoding="utf-8").splitlines())
+    clusters = {c["id"]: c for c in every if int(c["id"][1:]) < 200}
     signed = {cid: [set(analyze(o["text"]).signatures) for o in c["occurrences"]] for cid, c in clusters.items()}
     together = [cid for cid, sigs in signed.items() if all(sigs[0] & s for s in sigs[1:])]
     # c103 and c104 are one cause met through different missing symbols (THPVariableClass, several
