@@ -39,7 +39,7 @@ def lexical_index(
 
     if key_lines is None:
         key_lines = analyze(what).key_lines
-    body = f"{search_words(what)}\n{why}\n{where}\n{learned}"
+    body = f"{search_words(what, demangle=False)}\n{why}\n{where}\n{learned}"
     if "_Z" in what:
         from .demangle import in_text
 
