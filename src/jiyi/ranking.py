@@ -11,6 +11,7 @@ them; each record loaded and scored costs ~0.1 ms, the bulk of a search at 100 0
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,6 +45,11 @@ SYMBOLS_FOR_FULL = 3
 # 1.0, on SYMBOL_COUNT_SHARE of them 0. A small store counts as if it held SYMBOL_SCALE_MIN / share
 # records: three records sharing a name out of five is no evidence either way.
 SYMBOL_SCALE_MIN = 20.0
+# A bare exception type (`RuntimeError`, `TypeError`, `NullPointerException`) names a category that
+# unrelated failures share, in every store, however few of them this store holds yet: worth at most
+# this much. A qualified one (`torch.cuda.OutOfMemoryError`) names where it was raised, and counts fully.
+CATEGORY_WORTH = 0.2
+_CATEGORY = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning)", re.ASCII)
 # A key line that nearly equals one of the record's (IDF-weighted token-set Jaccard of the normalised
 # lines, near_match) gives error_signature NEAR_SCALE × similarity from NEAR_MIN up; an exact one 1.0.
 NEAR_MIN = 0.6
@@ -152,6 +158,12 @@ def symbol_rarity(count: int, total: int) -> float:
     if count <= 1:
         return 1.0
     return max(0.0, math.log(scale / count) / math.log(scale))
+
+
+def symbol_worth(symbol: str, count: int, total: int) -> float:
+    """What sharing ``symbol`` is evidence of: its rarity, at most CATEGORY_WORTH for a bare exception type."""
+    rarity = symbol_rarity(count, total)
+    return min(rarity, CATEGORY_WORTH) if _CATEGORY.fullmatch(symbol) else rarity
 
 
 def _tokens(line: str) -> frozenset[str]:
@@ -294,7 +306,7 @@ def prepare(store: Store, query: Query) -> Prepared:
     terms = lexical.unique_terms(query.lexical_text())[:MAX_QUERY_TERMS]
     stats = store.term_stats(terms)
     counts = store.symbol_counts(symbols, stats.total) if symbols else {}
-    worth = {s: symbol_rarity(counts.get(s, 0), stats.total) for s in symbols}
+    worth = {s: symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
