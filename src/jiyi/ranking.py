@@ -48,7 +48,7 @@ SYMBOL_SCALE_MIN = 20.0
 # A bare exception type (`RuntimeError`, `TypeError`, `NullPointerException`) names a category that
 # unrelated failures share, in every store, however few of them this store holds yet: worth at most
 # this much. A qualified one (`torch.cuda.OutOfMemoryError`) names where it was raised, and counts fully.
-CATEGORY_WORTH = 0.2
+CATEGORY_WORTH = 0.1
 _CATEGORY = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning)", re.ASCII)
 # A key line that nearly equals one of the record's (IDF-weighted token-set Jaccard of the normalised
 # lines, near_match) gives error_signature NEAR_SCALE × similarity from NEAR_MIN up; an exact one 1.0.

@@ -194,18 +194,22 @@ class QueryWeights:
         # A CJK bigram no record holds is mostly a cut across two words (`模块安装` → `块安`): it says
         # nothing, and at the mean weight it would push a Chinese query under LEXICAL_FLOOR.
         weights = {t: idf_of.get(t) or (mean if t.isascii() else 0.0) for t in ordered}
-        heaviest = sorted((w for t, w in weights.items() if t not in GENERIC), reverse=True)[:FULL_MATCH_TERMS]
-        return cls(ordered, weights, sum(weights.values()), sum(heaviest))
+        ranked = sorted((w for t, w in weights.items() if t not in GENERIC), reverse=True)
+        full = sum(ranked[:FULL_MATCH_TERMS]) + FULL_MATCH_REST * sum(ranked[FULL_MATCH_TERMS:])
+        return cls(ordered, weights, sum(weights.values()), full)
 
 
 # Field weights and saturation of ``strength`` (docs/spec.md §4, tuned on the benchmark's tune split).
 # A term in the title or a key error line counts 1; in the body BODY_WEIGHT; repeats saturate as in
 # BM25 (k1 = SATURATION), scaled so that one title occurrence is a full match of the term.
-BODY_WEIGHT = 0.4
-SATURATION = 0.5
+BODY_WEIGHT = 0.25
+SATURATION = 1.0
 # A query matching this many of its heaviest words (rarest first) in a record's title is a full
 # match: a pasted log of sixty words names its error by a few rare ones, and the record holds those.
 FULL_MATCH_TERMS = 8
+# The query's other words count this much towards a full match: a long log's records differ in how
+# many of them they hold, and a cap reached by every look-alike would no longer tell them apart.
+FULL_MATCH_REST = 0.25
 
 
 def strength(query: QueryWeights, title: dict[str, int], body: dict[str, int]) -> tuple[float, list[str]]:
