@@ -59,6 +59,9 @@ _PLACEHOLDER_WEIGHT = 0.5
 _PLACEHOLDERS = frozenset("n dir hex url tmp uuid time addr size duration email project".split())
 MAX_QUERY_TERMS = 64
 RARE_TERMS = 8
+SPLIT_MIXED = True
+_GLUED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])", re.ASCII)
+RARE_BIGRAMS = 4  # of them at most this many CJK bigrams when the query has other words too
 # Past its rarest term, the candidate query takes a term only while the postings it reads stay under
 # this bound (BM25 costs ~3 µs a posting, a document-size look-up each): a term in a third of the
 # store (`error`, `import`) would cost ~30 ms at 100 000 records and names no particular record.
@@ -303,7 +306,13 @@ def prepare(store: Store, query: Query) -> Prepared:
     signatures = list(dict.fromkeys(s for a in analyses for s in a.signatures))
     symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
     near = [t for t in dict.fromkeys(_tokens(n) for a in analyses for n in a.normalized) if t]
-    terms = lexical.unique_terms(query.lexical_text())[:MAX_QUERY_TERMS]
+    text = query.lexical_text()
+    terms = lexical.unique_terms(text)
+    if SPLIT_MIXED and not text.isascii():
+        # Chinese text names software in English words glued to versions and to each other
+        # (`cuda11.0`, `AndroidStudio`); the records spell them apart: so do the query's words too.
+        terms += [t for t in lexical.unique_terms(_GLUED.sub(" ", text)) if t not in terms]
+    terms = terms[:MAX_QUERY_TERMS]
     stats = store.term_stats(terms)
     counts = store.symbol_counts(symbols, stats.total) if symbols else {}
     worth = {s: symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
@@ -311,6 +320,11 @@ def prepare(store: Store, query: Query) -> Prepared:
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
     present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
+    if RARE_BIGRAMS < RARE_TERMS and any(t.isascii() for t in present):
+        # A mixed query's Chinese bigrams are rare in any store of mostly English records: they would
+        # take every place, and the English words that name the error would find nothing.
+        bigrams = [t for t in present if not t.isascii()][:RARE_BIGRAMS]
+        present = [t for t in present if t.isascii() or t in bigrams]
     rare: list[str] = []
     postings = 0
     for term in present[:RARE_TERMS]:

@@ -194,10 +194,17 @@ class QueryWeights:
         # A CJK bigram no record holds is mostly a cut across two words (`模块安装` → `块安`): it says
         # nothing, and at the mean weight it would push a Chinese query under LEXICAL_FLOOR.
         weights = {t: idf_of.get(t) or (mean if t.isascii() else 0.0) for t in ordered}
+        if not all(t.isascii() for t in ordered):
+            # Overlapping bigrams count each character twice, and a store of mostly English records
+            # gives any Chinese bigram (`问题`, `这个`) the weight of a rare word.
+            weights = {t: w if t.isascii() else w * BIGRAM_WEIGHT for t, w in weights.items()}
         ranked = sorted((w for t, w in weights.items() if t not in GENERIC), reverse=True)
         full = sum(ranked[:FULL_MATCH_TERMS]) + FULL_MATCH_REST * sum(ranked[FULL_MATCH_TERMS:])
         return cls(ordered, weights, sum(weights.values()), full)
 
+
+# A term cut from a CJK (or Thai, …) run, as a share of its IDF: see QueryWeights.of.
+BIGRAM_WEIGHT = 0.5
 
 # Field weights and saturation of ``strength`` (docs/spec.md §4, tuned on the benchmark's tune split).
 # A term in the title or a key error line counts 1; in the body BODY_WEIGHT; repeats saturate as in
