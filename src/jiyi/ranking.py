@@ -10,6 +10,7 @@ them; each record loaded and scored costs ~0.1 ms, the bulk of a search at 100 0
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -169,11 +170,13 @@ def symbol_worth(symbol: str, count: int, total: int) -> float:
     return min(rarity, CATEGORY_WORTH) if _CATEGORY.fullmatch(symbol) else rarity
 
 
+@functools.lru_cache(maxsize=8192)
 def _tokens(line: str) -> frozenset[str]:
+    # Cached: the same normalised lines come back search after search (a store's common errors).
     return frozenset(lexical.terms(line))
 
 
-def near_match(parts: Prepared, normalized: Iterable[str]) -> tuple[float, str]:
+def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int] | None = None) -> tuple[float, str]:
     """The best IDF-weighted token-set Jaccard of the query's normalised key lines with the record's,
     and that record line. Words the query's statistics do not weigh count at their mean weight."""
     best, line = 0.0, ""
@@ -187,6 +190,13 @@ def near_match(parts: Prepared, normalized: Iterable[str]) -> tuple[float, str]:
             return _PLACEHOLDER_WEIGHT
         return weights.get(t) or mean
 
+    # The record's key lines are indexed with its title: a line sharing too little of it (masks
+    # aside) cannot come near, and most candidates are settled here without cutting lines into terms.
+    if title is not None and not any(
+        sum(weight(t) for t in mine if t in title or t in _PLACEHOLDERS) >= NEAR_MIN * sum(weight(t) for t in mine)
+        for mine in parts.near
+    ):
+        return best, line
     for theirs in normalized:
         other = _tokens(theirs)
         for mine in parts.near:
@@ -212,7 +222,7 @@ def _facts(
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = 1.0 if sig else 0.0
     if sig is None and indexed is not None and indexed.normalized:
-        similarity, line = near_match(parts, indexed.normalized)
+        similarity, line = near_match(parts, indexed.normalized, indexed.title)
         if similarity >= NEAR_MIN:
             signature = NEAR_SCALE * similarity
             sig = f"~{similarity:.2f} {digest(line)}"
@@ -372,7 +382,7 @@ def rank(
             return True
         if not symbol_terms.isdisjoint(fields.title) or not symbol_terms.isdisjoint(fields.body):
             return True
-        return bool(fields.normalized) and near_match(parts, fields.normalized)[0] >= NEAR_MIN
+        return bool(fields.normalized) and near_match(parts, fields.normalized, fields.title)[0] >= NEAR_MIN
 
     wanted = [*exact] + [h for h in lexical_only if promising(h)]
     records = [

@@ -136,13 +136,16 @@ class SQLiteSearch(SQLiteConnection):
                 todo.append(key)
 
         # From the primary key's index alone, stopping at the cap: a symbol past it is worth nothing.
+        # One statement for all of them (each statement costs ~0.05 ms however rare its key).
         def run(db: sqlite3.Connection) -> None:
-            sql = "SELECT count(*) FROM (SELECT 1 FROM symbols WHERE symbol = ? LIMIT ?)"
-            for key in todo:
-                n = int(db.execute(sql, (key, cap)).fetchone()[0])
-                counts[key] = n
+            sql = (
+                "SELECT j.value, (SELECT count(*) FROM (SELECT 1 FROM symbols WHERE symbol = j.value LIMIT ?)) "
+                "FROM json_each(?) j"
+            )
+            for key, n in db.execute(sql, (cap, json.dumps(todo))):
+                counts[key] = int(n)
                 if n >= base.SYMBOL_COUNT_CACHED:
-                    self._common_symbols[key] = (n, total)
+                    self._common_symbols[key] = (int(n), total)
 
         if todo:
             self._guard(run)
