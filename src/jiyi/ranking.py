@@ -40,7 +40,7 @@ FAILED_REPLAY_FACTOR = 0.2  # as outdated: a fix a clean checkout could not conf
 RECENCY_HALF_LIFE_DAYS = 90.0
 # Below this lexical strength a match is noise (a shared `error` or `file`), not evidence; shown
 # as 0.00 and unable to make a hit on its own.
-LEXICAL_FLOOR = 0.15
+LEXICAL_FLOOR = 0.12
 SYMBOLS_FOR_FULL = 3
 # A symbol's worth falls with the share of the store that holds it (symbol_rarity): on one record
 # 1.0, on SYMBOL_COUNT_SHARE of them 0. A small store counts as if it held SYMBOL_SCALE_MIN / share
@@ -330,11 +330,11 @@ def prepare(store: Store, query: Query) -> Prepared:
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
     present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
-    if RARE_BIGRAMS < RARE_TERMS and any(t.isascii() for t in present):
+    if RARE_BIGRAMS < RARE_TERMS and not text.isascii() and not all(map(lexical.is_bigram, present)):
         # A mixed query's Chinese bigrams are rare in any store of mostly English records: they would
         # take every place, and the English words that name the error would find nothing.
-        bigrams = [t for t in present if not t.isascii()][:RARE_BIGRAMS]
-        present = [t for t in present if t.isascii() or t in bigrams]
+        bigrams = [t for t in present if lexical.is_bigram(t)][:RARE_BIGRAMS]
+        present = [t for t in present if t in bigrams or not lexical.is_bigram(t)]
     rare: list[str] = []
     postings = 0
     for term in present[:RARE_TERMS]:

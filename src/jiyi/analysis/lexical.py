@@ -55,6 +55,16 @@ def _mixed_token() -> re.Pattern[str]:
     return re.compile(rf"([^\W{_RUNS}]+)|([{_RUNS}]+)")
 
 
+@functools.cache
+def _run_start() -> re.Pattern[str]:
+    return re.compile(f"[{_RUNS}]")
+
+
+def is_bigram(term: str) -> bool:
+    """Whether ``term`` was cut from a CJK (or Thai, …) run rather than being a word."""
+    return not term.isascii() and _run_start().match(term) is not None
+
+
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 # Letters with a stroke or without a dot have no decomposition to drop an accent from, but are typed
 # as the plain letter on an ASCII keyboard just the same (Turkish `bulunamadı`, Polish `błąd`).
@@ -197,7 +207,7 @@ class QueryWeights:
         if not all(t.isascii() for t in ordered):
             # Overlapping bigrams count each character twice, and a store of mostly English records
             # gives any Chinese bigram (`问题`, `这个`) the weight of a rare word.
-            weights = {t: w if t.isascii() else w * BIGRAM_WEIGHT for t, w in weights.items()}
+            weights = {t: w * BIGRAM_WEIGHT if is_bigram(t) else w for t, w in weights.items()}
         ranked = sorted((w for t, w in weights.items() if t not in GENERIC), reverse=True)
         full = sum(ranked[:FULL_MATCH_TERMS]) + FULL_MATCH_REST * sum(ranked[FULL_MATCH_TERMS:])
         return cls(ordered, weights, sum(weights.values()), full)
