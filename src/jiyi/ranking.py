@@ -54,7 +54,7 @@ _CATEGORY = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|War
 # A key line that nearly equals one of the record's (IDF-weighted token-set Jaccard of the normalised
 # lines, near_match) gives error_signature NEAR_SCALE × similarity from NEAR_MIN up; an exact one 1.0.
 NEAR_MIN = 0.6
-NEAR_SCALE = 0.8
+NEAR_SCALE = 0.5
 # Tokens of masked values (`<n>`, `<dir>`) say little about which error it is.
 _PLACEHOLDER_WEIGHT = 0.5
 _PLACEHOLDERS = frozenset("n dir hex url tmp uuid time addr size duration email project".split())
