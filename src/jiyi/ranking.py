@@ -176,12 +176,49 @@ def _tokens(line: str) -> frozenset[str]:
     return frozenset(lexical.terms(line))
 
 
+class NearLine:
+    """One normalised key line of the query: its tokens and their weights, computed once a search.
+    Words the query's statistics do not weigh count at their mean weight; masks (`<n>`) little."""
+
+    __slots__ = ("mean", "tokens", "total", "weights")
+
+    def __init__(self, tokens: frozenset[str], query: lexical.QueryWeights) -> None:
+        known = query.weights
+        self.mean = query.total / len(known) if known else 1.0
+        self.tokens = tokens
+        self.weights = {t: self.weight(t, known) for t in tokens}
+        self.total = sum(self.weights.values())
+
+    def weight(self, t: str, known: dict[str, float]) -> float:
+        if t in _PLACEHOLDERS:
+            return _PLACEHOLDER_WEIGHT
+        return known.get(t) or self.mean
+
+    def reachable(self, title: dict[str, int]) -> bool:
+        # The record's key lines are indexed with its title: a line sharing too little of it (masks
+        # aside) cannot come near, and most candidates are settled here without cutting lines into terms.
+        shared = sum(w for t, w in self.weights.items() if t in title or t in _PLACEHOLDERS)
+        return shared >= NEAR_MIN * self.total
+
+
 def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int] | None = None) -> tuple[float, str]:
     """The best IDF-weighted token-set Jaccard of the query's normalised key lines with the record's,
-    and that record line. Words the query's statistics do not weigh count at their mean weight."""
+    and that record line."""
     best, line = 0.0, ""
-    if not parts.near:
+    near = parts.near if title is None else [n for n in parts.near if n.reachable(title)]
+    if not near:
         return best, line
+    known = parts.weights.weights
+    for theirs in normalized:
+        other = _tokens(theirs)
+        for mine in near:
+            weights = mine.weights
+            shared = sum(weights[t] for t in mine.tokens & other)
+            rest = sum(mine.weight(t, known) for t in other - mine.tokens)
+            similarity = shared / (mine.total + rest) if mine.total + rest else 0.0
+            if similarity > best:
+                best, line = similarity, theirs
+    return best, line
     weights = parts.weights.weights
     mean = parts.weights.total / len(weights) if weights else 1.0
 
@@ -308,14 +345,13 @@ class Prepared:
     weights: lexical.QueryWeights
     rare_terms: list[str]
     symbol_worth: dict[str, float] = field(default_factory=dict)  # symbol_rarity of each query symbol
-    near: list[frozenset[str]] = field(default_factory=list)  # tokens of the query's normalised key lines
+    near: list[NearLine] = field(default_factory=list)  # the query's normalised key lines
 
 
 def prepare(store: Store, query: Query) -> Prepared:
     analyses = query.analyses()
     signatures = list(dict.fromkeys(s for a in analyses for s in a.signatures))
     symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
-    near = [t for t in dict.fromkeys(_tokens(n) for a in analyses for n in a.normalized) if t]
     text = query.lexical_text()
     terms = lexical.unique_terms(text)
     if SPLIT_MIXED and not text.isascii():
@@ -342,6 +378,8 @@ def prepare(store: Store, query: Query) -> Prepared:
         if rare and postings > RARE_TERM_POSTINGS:
             break
         rare.append(term)
+    lines = dict.fromkeys(_tokens(n) for a in analyses for n in a.normalized)
+    near = [NearLine(t, weights) for t in lines if t]
     return Prepared(signatures, symbols, terms, weights, rare, worth, near)
 
 

@@ -8,6 +8,7 @@ raise ``errors.Unavailable`` when the store cannot be used at all.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -124,14 +125,7 @@ class Indexed:
 
     @classmethod
     def of(cls, title: str, body: str, normalized: Iterable[str]) -> Indexed:
-        return cls(_counts(title.split()), _counts(body.split()), tuple(normalized))
-
-
-def _counts(terms: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for t in terms:
-        out[t] = out.get(t, 0) + 1
-    return out
+        return cls(Counter(title.split()), Counter(body.split()), tuple(normalized))
 
 
 # Symbol document counts are read up to this share of the store: past it a symbol is worth nothing
