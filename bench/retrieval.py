@@ -483,6 +483,8 @@ def main() -> None:
     args = parser.parse_args()
     console = Console(stderr=True)  # progress and notes; the tables go to stdout
     out = Console()
+    if not out.is_terminal:  # a file or a pipe: wide enough for the seven columns
+        out = Console(width=140)
     clusters, extra, queries = load([args.data, *args.extra])
     splits = ["tune", "test"] if args.split == "all" else [args.split]
     queries = [q for q in queries if q.split in splits]
@@ -549,9 +551,12 @@ def main() -> None:
         if r.skipped:
             console.print(f"[yellow]{r.name}: {r.skipped}[/yellow]")
     if args.json:
-        # bench/run_all.py reads "systems": jiyi and the two baselines on the last split run.
-        last = by_split[splits[-1]]
-        counts = summary["splits"][splits[-1]]
+        # bench/run_all.py reads "systems": jiyi and the two baselines on the test split when it has
+        # queries (a fresh clone's data is all tune until held-out clusters are added), else tune.
+        shown = next((sp for sp in reversed(splits) if any(summary["splits"][sp].values())), splits[-1])
+        last = by_split[shown]
+        counts = summary["splits"][shown]
+        summary["shown"] = shown
         args.json.write_text(
             json.dumps(
                 {
