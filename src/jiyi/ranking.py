@@ -10,14 +10,17 @@ them; each record loaded and scored costs ~0.1 ms, the bulk of a search at 100 0
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .analysis import lexical
-from .analysis.signature import Analysis, analyze, search_words
+from .analysis.signature import Analysis, analyze, digest, search_words
 from .records import Record, parse_time
-from .store.base import Store
+from .store.base import SYMBOL_COUNT_SHARE, Indexed, Store
 
 WEIGHTS = {
     "error_signature": 0.30,
@@ -35,12 +38,31 @@ TRUST = {"team_verified": 1.0, "human": 1.0, "local_auto": 0.6, "note": 0.4, "te
 OUTDATED_FACTOR = 0.2
 FAILED_REPLAY_FACTOR = 0.2  # as outdated: a fix a clean checkout could not confirm
 RECENCY_HALF_LIFE_DAYS = 90.0
-# Below this IDF-weighted share of the query a lexical match is noise (a shared `error` or `file`),
-# not evidence; shown as 0.00 and unable to make a hit on its own.
-LEXICAL_FLOOR = 0.15
+# Below this lexical strength a match is noise (a shared `error` or `file`), not evidence; shown
+# as 0.00 and unable to make a hit on its own.
+LEXICAL_FLOOR = 0.12
 SYMBOLS_FOR_FULL = 3
+# A symbol's worth falls with the share of the store that holds it (symbol_rarity): on one record
+# 1.0, on SYMBOL_COUNT_SHARE of them 0. A small store counts as if it held SYMBOL_SCALE_MIN / share
+# records: three records sharing a name out of five is no evidence either way.
+SYMBOL_SCALE_MIN = 20.0
+# A bare exception type (`RuntimeError`, `TypeError`, `NullPointerException`) names a category that
+# unrelated failures share, in every store, however few of them this store holds yet: worth at most
+# this much. A qualified one (`torch.cuda.OutOfMemoryError`) names where it was raised, and counts fully.
+CATEGORY_WORTH = 0.1
+_CATEGORY = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning)", re.ASCII)
+# A key line that nearly equals one of the record's (IDF-weighted token-set Jaccard of the normalised
+# lines, near_match) gives error_signature NEAR_SCALE × similarity from NEAR_MIN up; an exact one 1.0.
+NEAR_MIN = 0.6
+NEAR_SCALE = 0.5
+# Tokens of masked values (`<n>`, `<dir>`) say little about which error it is.
+_PLACEHOLDER_WEIGHT = 0.5
+_PLACEHOLDERS = frozenset("n dir hex url tmp uuid time addr size duration email project".split())
 MAX_QUERY_TERMS = 64
 RARE_TERMS = 8
+SPLIT_MIXED = True
+_GLUED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])", re.ASCII)
+RARE_BIGRAMS = 4  # of them at most this many CJK bigrams when the query has other words too
 # Past its rarest term, the candidate query takes a term only while the postings it reads stay under
 # this bound (BM25 costs ~3 µs a posting, a document-size look-up each): a term in a third of the
 # store (`error`, `import`) would cost ~30 ms at 100 000 records and names no particular record.
@@ -133,15 +155,120 @@ def _replayed(record: Record) -> float:
     return FAILED_REPLAY_FACTOR + (1.0 - FAILED_REPLAY_FACTOR) * max(0, v.passed) / v.tries
 
 
+def symbol_rarity(count: int, total: int) -> float:
+    """A symbol's worth by how many of ``total`` records hold it: 1.0 on one, 0 on
+    ``SYMBOL_COUNT_SHARE`` of the store or more, log-scaled between (as IDF)."""
+    scale = max(SYMBOL_COUNT_SHARE * total, SYMBOL_SCALE_MIN)
+    if count <= 1:
+        return 1.0
+    return max(0.0, math.log(scale / count) / math.log(scale))
+
+
+def symbol_worth(symbol: str, count: int, total: int) -> float:
+    """What sharing ``symbol`` is evidence of: its rarity, at most CATEGORY_WORTH for a bare exception type."""
+    rarity = symbol_rarity(count, total)
+    return min(rarity, CATEGORY_WORTH) if _CATEGORY.fullmatch(symbol) else rarity
+
+
+@functools.lru_cache(maxsize=8192)
+def _tokens(line: str) -> frozenset[str]:
+    # Cached: the same normalised lines come back search after search (a store's common errors).
+    return frozenset(lexical.terms(line))
+
+
+class NearLine:
+    """One normalised key line of the query: its tokens and their weights, computed once a search.
+    Words the query's statistics do not weigh count at their mean weight; masks (`<n>`) little."""
+
+    __slots__ = ("mean", "tokens", "total", "weights")
+
+    def __init__(self, tokens: frozenset[str], query: lexical.QueryWeights) -> None:
+        known = query.weights
+        self.mean = query.total / len(known) if known else 1.0
+        self.tokens = tokens
+        self.weights = {t: self.weight(t, known) for t in tokens}
+        self.total = sum(self.weights.values())
+
+    def weight(self, t: str, known: dict[str, float]) -> float:
+        if t in _PLACEHOLDERS:
+            return _PLACEHOLDER_WEIGHT
+        return known.get(t) or self.mean
+
+    def reachable(self, title: dict[str, int]) -> bool:
+        # The record's key lines are indexed with its title: a line sharing too little of it (masks
+        # aside) cannot come near, and most candidates are settled here without cutting lines into terms.
+        shared = sum(w for t, w in self.weights.items() if t in title or t in _PLACEHOLDERS)
+        return shared >= NEAR_MIN * self.total
+
+
+def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int] | None = None) -> tuple[float, str]:
+    """The best IDF-weighted token-set Jaccard of the query's normalised key lines with the record's,
+    and that record line."""
+    best, line = 0.0, ""
+    near = parts.near if title is None else [n for n in parts.near if n.reachable(title)]
+    if not near:
+        return best, line
+    known = parts.weights.weights
+    for theirs in normalized:
+        other = _tokens(theirs)
+        for mine in near:
+            weights = mine.weights
+            shared = sum(weights[t] for t in mine.tokens & other)
+            rest = sum(mine.weight(t, known) for t in other - mine.tokens)
+            similarity = shared / (mine.total + rest) if mine.total + rest else 0.0
+            if similarity > best:
+                best, line = similarity, theirs
+    return best, line
+    weights = parts.weights.weights
+    mean = parts.weights.total / len(weights) if weights else 1.0
+
+    def weight(t: str) -> float:
+        if t in _PLACEHOLDERS:
+            return _PLACEHOLDER_WEIGHT
+        return weights.get(t) or mean
+
+    # The record's key lines are indexed with its title: a line sharing too little of it (masks
+    # aside) cannot come near, and most candidates are settled here without cutting lines into terms.
+    if title is not None and not any(
+        sum(weight(t) for t in mine if t in title or t in _PLACEHOLDERS) >= NEAR_MIN * sum(weight(t) for t in mine)
+        for mine in parts.near
+    ):
+        return best, line
+    for theirs in normalized:
+        other = _tokens(theirs)
+        for mine in parts.near:
+            union = mine | other
+            if not union:
+                continue
+            similarity = sum(weight(t) for t in mine & other) / sum(weight(t) for t in union)
+            if similarity > best:
+                best, line = similarity, theirs
+    return best, line
+
+
 def _facts(
-    record: Record, query: Query, parts: Prepared, cover: tuple[float, list[str]], now: datetime
+    record: Record,
+    query: Query,
+    parts: Prepared,
+    cover: tuple[float, list[str]],
+    now: datetime,
+    indexed: Indexed | None,
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
     """Each signal's strength in ``WEIGHTS`` order, and what their details are made of. The details'
     text is built only for the hits shown (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
+    signature = 1.0 if sig else 0.0
+    if sig is None and indexed is not None and indexed.normalized:
+        similarity, line = near_match(parts, indexed.normalized, indexed.title)
+        if similarity >= NEAR_MIN:
+            signature = NEAR_SCALE * similarity
+            sig = f"~{similarity:.2f} {digest(line)}"
     own = record.symbols
     shared = [s for s in parts.symbols if s in own]
-    denominator = max(1, min(len(parts.symbols), len(own), SYMBOLS_FOR_FULL))
+    worth = parts.symbol_worth
+    # The query's symbols that are worth anything decide how many make a full match.
+    known = sum(1 for s in parts.symbols if worth.get(s, 1.0) > 0)
+    denominator = max(1, min(known, len(own), SYMBOLS_FOR_FULL))
     strength, matched = cover
     if strength < LEXICAL_FLOOR:
         strength = 0.0
@@ -156,8 +283,8 @@ def _facts(
     same_project = record.project_key == query.project_key
     same_tool = bool(tool) and (record.tool_name or "").lower() == tool
     strengths = [
-        1.0 if sig else 0.0,
-        min(1.0, len(shared) / denominator),
+        signature,
+        min(1.0, sum(worth.get(s, 1.0) for s in shared) / denominator),
         strength,
         1.0 if same_project else 0.0,
         len(env_match) / len(env_keys) if env_keys else 0.0,
@@ -182,19 +309,19 @@ def score(
     record: Record,
     query: Query,
     parts: Prepared,
-    doc_terms: set[str],
+    indexed: Indexed | None,
     now: datetime,
     cover: tuple[float, list[str]] | None = None,
 ) -> Hit:
     """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known."""
     if cover is None:
-        cover = lexical.coverage(parts.weights, doc_terms)
+        cover = lexical.strength(parts.weights, indexed.title, indexed.body) if indexed else (0.0, [])
     strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool = _facts(
-        record, query, parts, cover, now
+        record, query, parts, cover, now, indexed
     )
     details = [
         sig or "-",
-        ",".join(shared) or "-",
+        ",".join(s for s in shared if worth_of(parts, s) > 0) or ",".join(shared) or "-",
         ",".join(sorted(matched)) if strengths[2] else "-",
         record.project if same_project else "-",
         ",".join(env_match) or "-",
@@ -206,6 +333,10 @@ def score(
     return Hit(record, [Signal(n, v, d) for n, v, d in zip(_ORDER, strengths, details, strict=True)])
 
 
+def worth_of(parts: Prepared, symbol: str) -> float:
+    return parts.symbol_worth.get(symbol, 1.0)
+
+
 @dataclass
 class Prepared:
     signatures: list[str]
@@ -213,18 +344,33 @@ class Prepared:
     terms: list[str]
     weights: lexical.QueryWeights
     rare_terms: list[str]
+    symbol_worth: dict[str, float] = field(default_factory=dict)  # symbol_rarity of each query symbol
+    near: list[NearLine] = field(default_factory=list)  # the query's normalised key lines
 
 
 def prepare(store: Store, query: Query) -> Prepared:
     analyses = query.analyses()
     signatures = list(dict.fromkeys(s for a in analyses for s in a.signatures))
     symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
-    terms = lexical.unique_terms(query.lexical_text())[:MAX_QUERY_TERMS]
+    text = query.lexical_text()
+    terms = lexical.unique_terms(text)
+    if SPLIT_MIXED and not text.isascii():
+        # Chinese text names software in English words glued to versions and to each other
+        # (`cuda11.0`, `AndroidStudio`); the records spell them apart: so do the query's words too.
+        terms += [t for t in lexical.unique_terms(_GLUED.sub(" ", text)) if t not in terms]
+    terms = terms[:MAX_QUERY_TERMS]
     stats = store.term_stats(terms)
+    counts = store.symbol_counts(symbols, stats.total) if symbols else {}
+    worth = {s: symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
     present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
+    if RARE_BIGRAMS < RARE_TERMS and not text.isascii() and not all(map(lexical.is_bigram, present)):
+        # A mixed query's Chinese bigrams are rare in any store of mostly English records: they would
+        # take every place, and the English words that name the error would find nothing.
+        bigrams = [t for t in present if lexical.is_bigram(t)][:RARE_BIGRAMS]
+        present = [t for t in present if t in bigrams or not lexical.is_bigram(t)]
     rare: list[str] = []
     postings = 0
     for term in present[:RARE_TERMS]:
@@ -232,7 +378,9 @@ def prepare(store: Store, query: Query) -> Prepared:
         if rare and postings > RARE_TERM_POSTINGS:
             break
         rare.append(term)
-    return Prepared(signatures, symbols, terms, weights, rare)
+    lines = dict.fromkeys(_tokens(n) for a in analyses for n in a.normalized)
+    near = [NearLine(t, weights) for t in lines if t]
+    return Prepared(signatures, symbols, terms, weights, rare, worth, near)
 
 
 def rank(
@@ -255,14 +403,26 @@ def rank(
     lexical_only = [
         h for h in store.by_terms(parts.rare_terms, TERM_CANDIDATES) if h not in excluded and h not in exact
     ]
-    terms = store.indexed_terms([*exact, *lexical_only])
-    covers = {h: lexical.coverage(parts.weights, terms.get(h, set())) for h in [*exact, *lexical_only]}
+    indexed = store.indexed([*exact, *lexical_only])
+    nothing = Indexed({}, {}, ())
+    covers = {}
+    for h in [*exact, *lexical_only]:
+        fields = indexed.get(h, nothing)
+        covers[h] = lexical.strength(parts.weights, fields.title, fields.body)
     # A candidate found by its words alone that shares too few of them with the query cannot make a
-    # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record).
+    # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record), unless
+    # it names one of the query's symbols or its key line nearly matches the query's.
     symbol_terms = {t for s in parts.symbols for t in lexical.terms(s)}
-    wanted = [*exact] + [
-        h for h in lexical_only if covers[h][0] >= LEXICAL_FLOOR or not symbol_terms.isdisjoint(terms.get(h, ()))
-    ]
+
+    def promising(h: str) -> bool:
+        fields = indexed.get(h, nothing)
+        if covers[h][0] >= LEXICAL_FLOOR:
+            return True
+        if not symbol_terms.isdisjoint(fields.title) or not symbol_terms.isdisjoint(fields.body):
+            return True
+        return bool(fields.normalized) and near_match(parts, fields.normalized, fields.title)[0] >= NEAR_MIN
+
+    wanted = [*exact] + [h for h in lexical_only if promising(h)]
     records = [
         r
         for r in store.get_many(wanted)
@@ -273,9 +433,9 @@ def rank(
     # Every candidate is counted; only the hits shown get their signals' details (~3x the work).
     counted: list[tuple[float, str, Record]] = []
     for r in records:
-        strengths = _facts(r, query, parts, covers[r.hex], moment)[0]
+        strengths = _facts(r, query, parts, covers[r.hex], moment, indexed.get(r.hex))[0]
         if any(strengths[i] > 0 for i in _TOPICAL_AT):
             counted.append((_total(strengths), r.updated, r))
     # Best first; a reverse sort is stable too: equal (score, updated) keep the order loaded.
     counted.sort(key=lambda c: (c[0], c[1]), reverse=True)
-    return [score(r, query, parts, terms.get(r.hex, set()), moment, covers[r.hex]) for _, _, r in counted[:limit]]
+    return [score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex]) for _, _, r in counted[:limit]]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import jiyi
 from jiyi.analysis import lexical
+from jiyi.analysis.indexing import lexical_index
 from jiyi.analysis.lexical import QueryWeights, coverage, idf, index_text, match_expression, terms, unique_terms
 from jiyi.errors import InvalidArgument
 from jiyi.store.base import Store
@@ -125,8 +126,14 @@ def test_every_term_is_one_fts5_token_as_written(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "jiyi.db")
     vocabulary = {t for (t,) in db.execute("SELECT term FROM records_vocab")}
     db.close()
-    rest = [f"t{i}" for i in range(len(texts))] + [str(v) for k, v in note()["content"].items() if k != "what"]
-    ours = {t for text in [*texts, *rest] for t in terms(text)}
+    content = note()["content"]
+    # As the store derives them (indexing.lexical_index: key lines with the title, no stack frames).
+    indexed = [
+        lexical_index(f"t{i}", text, content["why"], content["where"], content["learned"])
+        for i, text in enumerate(texts)
+    ]
+    ours = {t for title, body in indexed for t in terms(f"{title} {body}")}
+    assert ours == {t for title, body in indexed for t in f"{title} {body}".split()}
     assert vocabulary == ours
 
 

@@ -16,22 +16,37 @@ class Derived:
     index_body: str
 
 
-def lexical_index(title: str, what: str, why: str, where: str, learned: str) -> tuple[str, str]:
-    """The full-text terms of a record's title and of its body, as the store indexes them.
+def lexical_index(
+    title: str, what: str, why: str, where: str, learned: str, key_lines: tuple[str, ...] | None = None
+) -> tuple[str, str]:
+    """The full-text terms of a record's title and key error lines, and of its body, as the store
+    indexes them (lexical.VERSION 3).
+
+    The key lines (``key_lines``, else found in ``what``) join the title: they say what failed as
+    the title does, and the ``lexical`` signal weighs that field above the body (ranking.py). Their
+    terms are also what a near-identical key line of another occurrence is found by. The body holds
+    ``what`` as a search reads a query (``signature.search_words``): no stack frames (every
+    traceback shares their words; the query side drops them too), paths cut to what names the
+    failure. The frames' names stay findable as code symbols.
 
     A mangled C++ name in ``what`` is indexed as written and demangled as well, so a query naming
     ``c10::Error::Error(…)`` meets a record that pasted ``_ZN3c105ErrorC1E…`` (queries are demangled
     by ``signature.search_words``, so the other way round meets too). The demangler is imported only
     when ``_Z`` appears: most records never pay for ctypes.
     """
-    body = f"{what}\n{why}\n{where}\n{learned}"
+    # Imported here, as in derive: the signature rules cost ~10 ms to import.
+    from .signature import analyze, search_words
+
+    if key_lines is None:
+        key_lines = analyze(what).key_lines
+    body = f"{search_words(what, demangle=False)}\n{why}\n{where}\n{learned}"
     if "_Z" in what:
         from .demangle import in_text
 
         readable = in_text(what)
         if readable != what:
             body += "\n" + readable
-    return lexical.index_text(title), lexical.index_text(body)
+    return lexical.index_text("\n".join((title, *key_lines))), lexical.index_text(body)
 
 
 def derive(record: Record) -> Derived:
@@ -40,7 +55,9 @@ def derive(record: Record) -> Derived:
     from .signature import analyze
 
     analysis = analyze(record.what)
-    index_title, index_body = lexical_index(record.title, record.what, record.why, record.where, record.learned)
+    index_title, index_body = lexical_index(
+        record.title, record.what, record.why, record.where, record.learned, analysis.key_lines
+    )
     return Derived(
         key_lines=analysis.key_lines,
         normalized=analysis.normalized,

@@ -31,8 +31,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 # The definition of the terms below; stored with the index (see reindex.py). 1: ASCII words and CJK
-# bigrams only; 2: every script's words, accents folded, Thai/Lao/Myanmar/Khmer bigrams.
-VERSION = 2
+# bigrams only; 2: every script's words, accents folded, Thai/Lao/Myanmar/Khmer bigrams; 3: a record's
+# key error lines indexed with its title, stack frames out of its body (indexing.lexical_index).
+VERSION = 3
 
 # Kana (without their punctuation `・` `゠`), bopomofo, CJK ideographs (extension A, the BMP block,
 # compatibility, extensions B and later), Hangul syllables: kept as written (NFKC composed them).
@@ -52,6 +53,16 @@ def _mixed_token() -> re.Pattern[str]:
     After _Fold no punctuation or mark is left outside ASCII, so the ranges hold letters and digits
     only. Compiled on first use (~3.5 ms, twice the ASCII pattern): English text never needs it."""
     return re.compile(rf"([^\W{_RUNS}]+)|([{_RUNS}]+)")
+
+
+@functools.cache
+def _run_start() -> re.Pattern[str]:
+    return re.compile(f"[{_RUNS}]")
+
+
+def is_bigram(term: str) -> bool:
+    """Whether ``term`` was cut from a CJK (or Thai, …) run rather than being a word."""
+    return not term.isascii() and _run_start().match(term) is not None
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
@@ -181,6 +192,7 @@ class QueryWeights:
     terms: tuple[str, ...]
     weights: dict[str, float]  # every query term, unseen ones at the mean
     total: float
+    full: float = 0.0  # the weight of a full match: the query's FULL_MATCH_TERMS heaviest terms
 
     @classmethod
     def of(cls, query_terms: Iterable[str], idf_of: dict[str, float]) -> QueryWeights:
@@ -192,7 +204,54 @@ class QueryWeights:
         # A CJK bigram no record holds is mostly a cut across two words (`模块安装` → `块安`): it says
         # nothing, and at the mean weight it would push a Chinese query under LEXICAL_FLOOR.
         weights = {t: idf_of.get(t) or (mean if t.isascii() else 0.0) for t in ordered}
-        return cls(ordered, weights, sum(weights.values()))
+        if not all(t.isascii() for t in ordered):
+            # Overlapping bigrams count each character twice, and a store of mostly English records
+            # gives any Chinese bigram (`问题`, `这个`) the weight of a rare word.
+            weights = {t: w * BIGRAM_WEIGHT if is_bigram(t) else w for t, w in weights.items()}
+        ranked = sorted((w for t, w in weights.items() if t not in GENERIC), reverse=True)
+        full = sum(ranked[:FULL_MATCH_TERMS]) + FULL_MATCH_REST * sum(ranked[FULL_MATCH_TERMS:])
+        return cls(ordered, weights, sum(weights.values()), full)
+
+
+# A term cut from a CJK (or Thai, …) run, as a share of its IDF: see QueryWeights.of.
+BIGRAM_WEIGHT = 0.5
+
+# Field weights and saturation of ``strength`` (docs/spec.md §4, tuned on the benchmark's tune split).
+# A term in the title or a key error line counts 1; in the body BODY_WEIGHT; repeats saturate as in
+# BM25 (k1 = SATURATION), scaled so that one title occurrence is a full match of the term.
+BODY_WEIGHT = 0.25
+SATURATION = 1.0
+# A query matching this many of its heaviest words (rarest first) in a record's title is a full
+# match: a pasted log of sixty words names its error by a few rare ones, and the record holds those.
+FULL_MATCH_TERMS = 8
+# The query's other words count this much towards a full match: a long log's records differ in how
+# many of them they hold, and a cap reached by every look-alike would no longer tell them apart.
+FULL_MATCH_REST = 0.25
+
+
+def strength(query: QueryWeights, title: dict[str, int], body: dict[str, int]) -> tuple[float, list[str]]:
+    """Field-weighted, saturating relevance of a record's terms (``title``: title and key lines,
+    ``body``; counts) to the query, 1.0 when it holds the query's heaviest words in its title.
+
+    Generic words alone (``error``, ``failed``) are no evidence: then 0.
+    """
+    if not query.full:
+        return 0.0, []
+    matched: list[str] = []
+    score = 0.0
+    specific = False
+    one = 1.0 / (1.0 + SATURATION)  # a single title occurrence
+    weights = query.weights
+    for t in query.terms:
+        f = title.get(t, 0) + BODY_WEIGHT * body.get(t, 0)
+        if not f:
+            continue
+        matched.append(t)
+        specific = specific or t not in GENERIC
+        score += weights[t] * min(1.0, f / (f + SATURATION) / one)
+    if not specific:
+        return 0.0, matched
+    return min(1.0, score / query.full), matched
 
 
 def coverage(query: QueryWeights, doc_terms: set[str]) -> tuple[float, list[str]]:

@@ -408,7 +408,7 @@ _FRAME = compile_rx(
 )
 
 
-def search_words(text: str) -> str:
+def search_words(text: str, *, demangle: bool = True) -> str:
     """The part of an error text worth searching by its words (the ``lexical`` signal).
 
     Stack frames go, paths keep only what names the failure (a package, a file name; the rest is
@@ -419,7 +419,7 @@ def search_words(text: str) -> str:
     try:
         if not isinstance(text, str):
             return ""
-        if "_Z" in text:
+        if demangle and "_Z" in text:
             from .demangle import in_text
 
             text = in_text(text)

@@ -8,10 +8,18 @@ digit (``第42行``), which would split one error into several signatures.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 
 from .regex_cache import compile as compile_rx
+
+# The ablation switch of docs/spec.md §4 ("rules add on top"): with JIYI_RANK_RULES=off every
+# family-specific rule below is off (the canonical rewrites of TEMPLATES, the linker's library
+# families, the ecosystem-specific symbol patterns of _SPECIFIC) and only what reads any error text
+# alike remains: key-line choice, masking, exception names, quoted and dotted names. Read once, at
+# import; the retrieval bench flips it between its two stores (bench/retrieval.py).
+RULES = os.environ.get("JIYI_RANK_RULES", "on").strip().lower() not in ("off", "0", "false", "no")
 
 A = re.ASCII
 V = re.VERBOSE | re.ASCII
@@ -378,6 +386,8 @@ TEMPLATES: list[Template] = [
 
 def canonical(content: str, lower: str) -> str | None:
     """The canonical wording of a well-known failure in ``content`` (``lower``: lower-cased)."""
+    if not RULES:
+        return None
     for needle, rx, build in TEMPLATES:
         if needle in lower:
             m = rx.search(content)
@@ -432,6 +442,8 @@ _SPECIFIC: list[tuple[str, re.Pattern[str], str]] = [
         ("", r"(?<![\w$.])((?:[A-Za-z_][\w$]*\.)*[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Iteration))\b", "exc", A),
     ]
 ]
+# With the rules off (RULES), only the exception names: they read alike in every ecosystem.
+_SPECIFIC_GENERIC = [entry for entry in _SPECIFIC if entry[2] == "exc"]
 _QUOTED = compile_rx(
     r"(?<![\w])`([^`'\s]{2,100})[`']|(?<![A-Za-z0-9])'([^'\s]{2,100})'(?![A-Za-z0-9])|\"([^\"\s]{2,100})\""
     r"|\u2018([^\u2019\s]{2,100})\u2019",
@@ -482,7 +494,7 @@ def symbols(text: str, limit: int) -> tuple[str, ...]:
 
     # Only the first ``limit`` distinct symbols of a pattern can win a place: stop there (or after
     # MAX_MATCHES matches), so a log of ten thousand names costs what one of forty does.
-    for needle, rx, kind in _SPECIFIC:
+    for needle, rx, kind in _SPECIFIC if RULES else _SPECIFIC_GENERIC:
         if needle not in text:
             continue
         seen: set[str] = set()

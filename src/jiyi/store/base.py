@@ -8,6 +8,7 @@ raise ``errors.Unavailable`` when the store cannot be used at all.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -156,6 +157,29 @@ class HumanMark:
 class TermStats:
     total: int  # indexed records
     doc_counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """What ranking reads of a candidate before loading it: its full-text terms by field, with
+    their counts, and the normalised key lines it was signed from (a near-identical key line)."""
+
+    title: dict[str, int]  # the title and the key error lines (lexical.VERSION 3)
+    body: dict[str, int]
+    normalized: tuple[str, ...]
+
+    @classmethod
+    def of(cls, title: str, body: str, normalized: Iterable[str]) -> Indexed:
+        return cls(Counter(title.split()), Counter(body.split()), tuple(normalized))
+
+
+# Symbol document counts are read up to this share of the store: past it a symbol is worth nothing
+# (ranking.symbol_rarity), so counting on would only cost time.
+SYMBOL_COUNT_SHARE = 0.3
+# Counts at least this large are kept by a store process while the store grows by under 1 %, as
+# the SQLite store keeps the counts of common terms: `RuntimeError` on 30 000 records costs ~2 ms
+# to count and is in many queries.
+SYMBOL_COUNT_CACHED = 100
 
 
 class Store(ABC):
@@ -325,8 +349,17 @@ class Store(ABC):
         """Hexes of records matching any of ``terms``, best full-text rank first."""
 
     @abstractmethod
+    def indexed(self, hexids: Iterable[str]) -> dict[str, Indexed]:
+        """The full-text terms each record was indexed with, by field, and its normalised key lines."""
+
     def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
-        """The full-text terms each record was indexed with."""
+        """The full-text terms each record was indexed with, every field together."""
+        return {h: {*i.title, *i.body} for h, i in self.indexed(hexids).items()}
+
+    @abstractmethod
+    def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
+        """How many records hold each symbol, counted up to ``SYMBOL_COUNT_SHARE`` of ``total``
+        records (and one more): rarer is worth more (ranking.symbol_rarity)."""
 
     @abstractmethod
     def project_keys(self, name: str) -> list[str]:

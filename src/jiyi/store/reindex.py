@@ -7,8 +7,9 @@ kept), so those signatures are carried over as they were: they are recognised as
 stored normalised lines of ``what`` do not explain under the algorithm that made them.
 
 The full-text terms are re-derived from the stored text alone (``upgrade_terms``), ``BATCH`` records
-a transaction, resumable: ~34 µs a record, so 10 000 records take 0.34 s and 100 000 take 3.3 s
-(bench stores, loaded machine). One transaction for all would hold the write lock that long, and
+a transaction, resumable: ~84 µs a record since VERSION 3 (frames cut from the body; the key lines
+as stored), so 10 000 records take ~0.8 s and 100 000 take ~8 s (bench/term_upgrade.py, bench stores,
+loaded machine; VERSION 2 took ~34 µs). One transaction for all would hold the write lock that long, and
 hooks writing meanwhile would give up after the busy timeout; batches let them in between. A store
 opened with an older index re-derives batches for up to 0.2 s (the SQLite store), which finishes most
 stores at once; ``jiyi reindex`` finishes any, with a progress bar. Meanwhile records not yet

@@ -78,13 +78,17 @@ class PgLexical(PgSearch):
             if version >= VERSION:
                 return 0
             cur.execute(
-                "SELECT rid, title, what, why, loc, learned FROM records WHERE team_id = %s AND rid > %s "
+                "SELECT rid, title, what, why, loc, learned, key_lines FROM records WHERE team_id = %s AND rid > %s "
                 "AND NOT forgotten ORDER BY rid LIMIT %s FOR UPDATE",
                 (self.team, after, batch),
             )
             rows = cur.fetchall()
             rids = [int(row[0]) for row in rows]
-            vectors = [tsvector_text(*indexing.lexical_index(*row[1:])) for row in rows]
+            # The key lines as stored when the record was signed (finding them again costs the most).
+            vectors = [
+                tsvector_text(*indexing.lexical_index(row[1], row[2], row[3], row[4], row[5], tuple(row[6] or ())))
+                for row in rows
+            ]
             # Only the vectors that changed are written: a record of ASCII words alone has the same
             # terms in both versions, and an unchanged row needs no new version in every index.
             cur.execute(

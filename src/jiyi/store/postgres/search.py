@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from .. import base
-from ..base import TermStats
+from ..base import Indexed, TermStats
 from .database import Cursor, PgDatabase
 
 if TYPE_CHECKING:
@@ -39,6 +40,11 @@ _VACUUM_AFTER = 5000
 _FOLDED: dict[str, int] = {}  # rows folded per schema by this process since its last VACUUM
 _FOLDED_LOCK = threading.Lock()
 log = logging.getLogger(__name__)
+# Symbol counts of base.SYMBOL_COUNT_CACHED records or more, per (schema, team, symbol): (records,
+# team size then), kept while the team grows by under 1 % (as the SQLite store keeps its own).
+_SYMBOL_COUNTS: dict[tuple[str, int, str], tuple[int, int]] = {}
+# One lexeme of a tsvector's text: 'term':1A,5 (weight A: the title and key lines, tsvector_text).
+_TSV_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
 
 def lexeme(term: str) -> str:
@@ -202,14 +208,57 @@ class PgSearch:
             )
             return [r[0] for r in cur.fetchall()]
 
-    def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
+    def indexed(self, hexids: Iterable[str]) -> dict[str, Indexed]:
         keys = list(dict.fromkeys(hexids))
         if not keys:
             return {}
         with self.reading() as cur:
             cur.execute(
-                "SELECT hex, tsvector_to_array(tsv) FROM records WHERE team_id = %s AND hex = ANY(%s) "
+                "SELECT hex, tsv::text, normalized FROM records WHERE team_id = %s AND hex = ANY(%s) "
                 "AND tsv IS NOT NULL",
                 (self.team, keys),
             )
-            return {h: set(terms) for h, terms in cur.fetchall()}
+            rows = cur.fetchall()
+        return {h: _fields(text, normalized or []) for h, text, normalized in rows}
+
+    def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
+        keys = list(dict.fromkeys(symbols))
+        cap = int(total * base.SYMBOL_COUNT_SHARE) + 1
+        counts: dict[str, int] = {}
+        todo: list[str] = []
+        for key in keys:
+            cached = _SYMBOL_COUNTS.get((self.db.schema, self.team, key))
+            if cached is not None and abs(total - cached[1]) * 100 <= total:
+                counts[key] = cached[0]
+            else:
+                todo.append(key)
+        if not todo:
+            return counts
+        with self.reading() as cur:
+            # From the primary key's index alone, each stopping at the cap, as the SQLite store.
+            cur.execute(
+                "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM symbols WHERE team_id = %(team)s AND symbol = k "
+                "LIMIT %(cap)s) c) FROM unnest(%(keys)s::text[]) k",
+                {"team": self.team, "cap": cap, "keys": todo},
+            )
+            for key, n in cur.fetchall():
+                counts[key] = int(n)
+                if n >= base.SYMBOL_COUNT_CACHED:
+                    _SYMBOL_COUNTS[(self.db.schema, self.team, key)] = (int(n), total)
+        return counts
+
+
+def _fields(tsv: str, normalized: list[str]) -> Indexed:
+    """A record's terms by field from its vector's text: positions weighted A are its title and key
+    lines, the others its body (tsvector_text); a lexeme without positions counts once in the body."""
+    title: dict[str, int] = {}
+    body: dict[str, int] = {}
+    for m in _TSV_LEXEME.finditer(tsv):
+        term = m.group(1).replace("''", "'").replace("\\\\", "\\")
+        positions = (m.group(2) or "").split(",")
+        high = sum(1 for p in positions if p.endswith("A"))
+        if high:
+            title[term] = high
+        if len(positions) > high:
+            body[term] = len(positions) - high
+    return Indexed(title, body, tuple(normalized))

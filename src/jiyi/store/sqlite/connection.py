@@ -69,6 +69,7 @@ class SQLiteConnection:
             raise Unavailable(f"cannot open {path}: {exc}") from exc
         self._db = db
         self._common_terms: dict[str, tuple[int, int]] = {}  # term -> (documents, index rows then)
+        self._common_symbols: dict[str, tuple[int, int]] = {}  # symbol -> (records, store size then)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             _to_wal(db, busy_timeout_ms)

@@ -9,15 +9,16 @@ process, a full disk) loses nothing and resumes where it was.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
 from ...errors import Unavailable
 from .connection import SQLiteConnection
 
-# An older full-text index is re-derived on open, _UPGRADE_BATCH records a transaction (~17 ms
-# here, so other writers wait little) for at most _UPGRADE_ON_OPEN_S: ~6 000 records, all of most
-# stores. Measured at ~34 µs a record: 100 000 records take 3.3 s in all (store/reindex.py).
+# An older full-text index is re-derived on open, _UPGRADE_BATCH records a transaction (~40 ms
+# here, so other writers wait little) for at most _UPGRADE_ON_OPEN_S: ~2 500 records, all of many
+# stores. Measured at ~84 µs a record: 100 000 records take ~8 s in all (store/reindex.py).
 _UPGRADE_BATCH = 500
 _UPGRADE_ON_OPEN_S = 0.2
 
@@ -73,15 +74,18 @@ class SQLiteLexical(SQLiteConnection):
             if version >= VERSION:
                 return 0
             rows = db.execute(
-                "SELECT rid, title, what, why, loc, learned FROM records WHERE rid > ? AND forgotten = 0 "
+                "SELECT rid, title, what, why, loc, learned, key_lines FROM records WHERE rid > ? AND forgotten = 0 "
                 "ORDER BY rid LIMIT ?",
                 (after, batch),
             ).fetchall()
-            for rid, title, what, why, loc, learned in rows:
+            for rid, title, what, why, loc, learned, key_lines in rows:
+                # The key lines as stored when the record was signed: finding them again costs more
+                # than everything else here.
+                keys = tuple(json.loads(key_lines or "[]"))
                 db.execute("DELETE FROM records_fts WHERE rowid = ?", (rid,))
                 db.execute(
                     "INSERT INTO records_fts (rowid, title, body) VALUES (?, ?, ?)",
-                    (rid, *lexical_index(title, what, why, loc, learned)),
+                    (rid, *lexical_index(title, what, why, loc, learned, keys)),
                 )
             if len(rows) == batch:
                 db.execute(

@@ -4,11 +4,12 @@ tables, bounded as ``store.base`` says, and full text through FTS5 with jiyi's o
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 
 from .. import base
-from ..base import TermStats
+from ..base import Indexed, TermStats
 from .connection import SQLiteConnection
 
 # Terms in at least this many records have their document counts cached (``term_stats``): counting
@@ -110,14 +111,42 @@ class SQLiteSearch(SQLiteConnection):
         expression = match_expression(terms)
         return self._guard(lambda db: [r[0] for r in db.execute(sql, (expression, base.TERM_SCAN, limit))])
 
-    def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
+    def indexed(self, hexids: Iterable[str]) -> dict[str, Indexed]:
         keys = list(dict.fromkeys(hexids))
         if not keys:
             return {}
         marks = ",".join("?" * len(keys))
         sql = (
-            "SELECT r.hex, f.title, f.body FROM records r JOIN records_fts f ON f.rowid = r.rid "
+            "SELECT r.hex, f.title, f.body, r.normalized FROM records r JOIN records_fts f ON f.rowid = r.rid "
             f"WHERE r.hex IN ({marks})"
         )
         rows = self._guard(lambda db: db.execute(sql, keys).fetchall())
-        return {h: set(f"{t} {b}".split()) for h, t, b in rows}
+        return {h: Indexed.of(t or "", b or "", json.loads(n or "[]")) for h, t, b, n in rows}
+
+    def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
+        keys = list(dict.fromkeys(symbols))
+        cap = int(total * base.SYMBOL_COUNT_SHARE) + 1
+        counts: dict[str, int] = {}
+        todo: list[str] = []
+        for key in keys:
+            cached = self._common_symbols.get(key)
+            if cached is not None and abs(total - cached[1]) * 100 <= total:
+                counts[key] = cached[0]
+            else:
+                todo.append(key)
+
+        # From the primary key's index alone, stopping at the cap: a symbol past it is worth nothing.
+        # One statement for all of them (each statement costs ~0.05 ms however rare its key).
+        def run(db: sqlite3.Connection) -> None:
+            sql = (
+                "SELECT j.value, (SELECT count(*) FROM (SELECT 1 FROM symbols WHERE symbol = j.value LIMIT ?)) "
+                "FROM json_each(?) j"
+            )
+            for key, n in db.execute(sql, (cap, json.dumps(todo))):
+                counts[key] = int(n)
+                if n >= base.SYMBOL_COUNT_CACHED:
+                    self._common_symbols[key] = (int(n), total)
+
+        if todo:
+            self._guard(run)
+        return counts

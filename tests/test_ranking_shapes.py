@@ -1,0 +1,133 @@
+"""The strength shapes of docs/spec.md §4 ("strengths carry evidence, not presence"), on both
+backends: a symbol counts by its rarity in the store, lexical by where its words match, a nearly
+identical key line gives a partial error_signature, and the family rules only add on top."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from jiyi.analysis import signature_rules
+from jiyi.analysis.signature import analyze
+from jiyi.ranking import Hit, Query, rank, symbol_rarity, symbol_worth
+from jiyi.store.base import Store
+
+from .test_ranking import NOW, made, put
+
+CUDA = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+
+
+def strengths(hit: Hit) -> dict[str, tuple[float, str]]:
+    return {s.name: (s.strength, s.detail) for s in hit.signals}
+
+
+def searched(store: Store, text: str) -> list[Hit]:
+    return rank(store, Query(text=text, project_key="elsewhere"), limit=5, now=NOW)
+
+
+def test_a_generic_exception_name_alone_cannot_outrank_a_title_match_of_the_message(store: Store) -> None:
+    # The record whose title holds the message never pasted the RuntimeError line; the other one
+    # shares only the exception type (and a common word or two) with the query.
+    title_match = put(
+        store,
+        made(
+            "CUDA error: no kernel image is available for execution on the device",
+            what="The wheel was built without kernels for this GPU's compute capability.",
+            why="torch wheels ship kernels for a list of architectures only",
+            learned="install a build for your card's architecture",
+        ),
+    )
+    put(
+        store,
+        made(
+            "torch.load of a GPU checkpoint on a CPU-only machine",
+            what="RuntimeError: Attempting to deserialize object on a CUDA device "
+            "but torch.cuda.is_available() is False",
+            why="the checkpoint holds CUDA tensors",
+            learned="pass map_location='cpu'",
+        ),
+    )
+    hits = searched(store, CUDA)
+    assert hits[0].record.hex == title_match.hex
+    other = strengths(hits[1])
+    assert other["code_symbol"][1] == "RuntimeError" and other["code_symbol"][0] <= 0.1
+
+
+def test_a_rare_symbol_outweighs_a_common_one() -> None:
+    # The worth of a name falls with the share of records holding it: nothing at 30 % of the store.
+    assert symbol_rarity(1, 100_000) == 1.0
+    assert 0.0 < symbol_rarity(25_000, 100_000) < 0.05
+    assert symbol_rarity(30_000, 100_000) == 0.0
+    assert symbol_rarity(40_000, 100_000) == 0.0
+    assert symbol_rarity(5, 100_000) > symbol_rarity(500, 100_000) > symbol_rarity(5_000, 100_000)
+    # A bare exception type is a category whatever its count; a qualified one names its origin.
+    assert symbol_worth("TypeError", 1, 100_000) <= 0.1 < symbol_worth("torch.cuda.OutOfMemoryError", 1, 100_000)
+
+
+def test_a_rare_shared_symbol_beats_a_common_one_in_the_store(store: Store) -> None:
+    common = "load_settings"
+    # Ten records name `load_settings`; one names `zstd_decompress_stream`: sharing the rare one
+    # is the stronger evidence.
+    for i in range(10):
+        put(
+            store,
+            made(f"Settings note {i}", what=f"call {common}() before start {i}", signatures=(), symbols=(common,)),
+        )
+    rare = put(
+        store,
+        made(
+            "Streaming decompression",
+            what="zstd_decompress_stream fails",
+            signatures=(),
+            symbols=("zstd_decompress_stream",),
+        ),
+    )
+    both = rank(
+        store, Query(text=f"`{common}` then `zstd_decompress_stream` broke", project_key="x"), limit=11, now=NOW
+    )
+    by_hex = {h.record.hex: strengths(h)["code_symbol"][0] for h in both}
+    assert by_hex[rare.hex] > max(v for h, v in by_hex.items() if h != rare.hex) > 0
+
+
+LONG = 'psql: error: FATAL: role "deploy" does not exist in cluster main while restoring the nightly dump'
+
+
+def test_a_near_identical_key_line_scores_between_zero_and_one(store: Store) -> None:
+    record = put(store, made("Create the role before restoring", what=LONG, symbols=()))
+    exact = strengths(searched(store, LONG)[0])["error_signature"]
+    assert exact == (1.0, record.signatures[0])
+    near_text = LONG.replace("nightly", "weekly")
+    assert analyze(near_text).signatures != record.signatures  # not the same signature
+    hits = searched(store, near_text)
+    strength, detail = strengths(hits[0])["error_signature"]
+    assert hits[0].record.hex == record.hex
+    assert 0.0 < strength < 1.0
+    similarity, digest = detail.split(" ")
+    assert similarity.startswith("~0.") and digest.startswith("sha256:")
+    # Far from it: nothing.
+    other = searched(store, 'psql: error: FATAL: database "shop" does not exist')
+    assert all(strengths(h)["error_signature"][0] == 0.0 for h in other)
+
+
+@pytest.fixture
+def rules_off() -> Iterator[None]:
+    signature_rules.RULES = False
+    try:
+        yield
+    finally:
+        signature_rules.RULES = True
+
+
+def test_rules_off_still_finds_an_exact_key_line(store: Store, rules_off: None) -> None:
+    # With every family rule off a linker error is no longer rewritten to its canonical form, and the
+    # linker's symbol patterns are gone; the same error met again still has the same signature.
+    error = "/usr/bin/ld: main.o: in function `main':\nmain.c:(.text+0x1c): undefined reference to `deflate'"
+    assert signature_rules.canonical("undefined reference to `deflate'", "undefined reference to `deflate'") is None
+    found = analyze(error)
+    record = put(store, replace(made(what=error), signatures=found.signatures, symbols=found.symbols))
+    again = error.replace("main.o", "zpipe.o").replace("0x1c", "0x2f")
+    hits = searched(store, again)
+    assert hits and hits[0].record.hex == record.hex
+    assert strengths(hits[0])["error_signature"] == (1.0, record.signatures[0])
