@@ -178,6 +178,34 @@ def test_another_members_revision_is_refused_and_changes_nothing_but_their_evide
     ]
 
 
+def test_a_mark_of_any_relation_but_wrong_or_outdated_is_refused_naming_the_field(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    line, target = lines(tmp_path, YAML, ZLIB)
+    mark = {"target": target["hex"], "relation": "wrong", "created": "2026-01-01T00:00:00+00:00"}
+    bad = [
+        ({**mark, "relation": "obsolete"}, "records[1].marks[0].relation"),
+        ({**mark, "relation": None}, "records[1].marks[0].relation"),
+        ({**mark, "relation": ["wrong"]}, "records[1].marks[0].relation"),
+        ({**mark, "target": "rr_" + target["hex"]}, "records[1].marks[0].target"),
+        ("wrong", "records[1].marks[0]"),
+    ]
+    with client(url, db.create_token("alpha", "alice")) as http:
+        for mark_of, field in bad:
+            answer = http.post("/v1/push", json={"records": [target, {**line, "marks": [mark_of]}]})
+            assert (answer.status_code, answer.json()["code"], answer.json()["field"]) == (
+                400,
+                "E_INVALID_ARGUMENT",
+                field,
+            ), mark_of
+        # Nothing of a refused batch is stored, its good record neither.
+        assert rows_of(db, "SELECT count(*) FROM records") == [(0,)]
+        assert rows_of(db, "SELECT count(*) FROM relations") == [(0,)]
+        both = http.post("/v1/push", json={"records": [target, {**line, "marks": [mark]}]}).json()
+    assert both["accepted"] == [target["hex"], line["hex"]]
+    assert rows_of(db, "SELECT target_hex, relation FROM relations") == [(target["hex"], "wrong")]
+
+
 def test_a_record_stored_before_authors_is_claimed_by_the_first_member_who_revises_it(
     db: PgDatabase, url: str, tmp_path: Path
 ) -> None:
