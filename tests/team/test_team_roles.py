@@ -62,7 +62,14 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
     with client(url, alice) as http:
         http.post("/v1/push", json={"machine": "a", "records": [line]}).raise_for_status()
         refused = http.post(f"/v1/verify/{line['hex']}", json=run)
-        assert (refused.status_code, refused.json()) == (403, FORBIDDEN)
+        assert (refused.status_code, refused.json()) == (
+            403,
+            {
+                **FORBIDDEN,
+                "reason": "此令牌的角色是 member；报告回放结果需要 runner 或 operator",
+                "reason_en": "this token's role is member; reporting a replay needs runner or operator",
+            },
+        )
         # Nothing stored: no run, the record not 团队核验 and still a replay candidate.
         assert rows_of(db, "SELECT count(*) FROM verifications") == [(0,)]
         assert http.get("/v1/changes").json()["records"][0]["origin"] == "note"
@@ -83,6 +90,43 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
     assert "runner" in paths["/v1/verify/{hex}"]["post"]["responses"]["403"]["description"]
     pushed = paths["/v1/push"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert "refused" in pushed["properties"]
+
+
+@pytest.mark.parametrize("locale", ["zh", "en"])
+def test_team_verify_with_a_members_token_says_why_it_is_refused(
+    db: PgDatabase, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, locale: str
+) -> None:
+    from jiyi.team.verify.replay import sandbox_problem
+
+    line = lines(tmp_path, YAML)[0]
+    # A local repository: the replay is refused before anything runs, and its failure is reported.
+    line["reproduction"] = {"command": "python -c 'import yaml'", "repo": "/srv/private/repo", "commit": "0" * 40}
+    line["fix"] = {"kind": "command", "command": "pip install pyyaml"}
+    alice = db.create_token("alpha", "alice")
+    with client(url, alice) as http:
+        http.post("/v1/push", json={"machine": "a", "records": [line]}).raise_for_status()
+    monkeypatch.setenv("JIYI_TEAM_URL", url)
+    monkeypatch.setenv("JIYI_TEAM_TOKEN", alice)
+    monkeypatch.setenv("JIYI_LOCALE", locale)
+    monkeypatch.chdir(tmp_path)
+    args = ["team", "verify", "--once"] + ([] if sandbox_problem() is None else ["--no-sandbox"])
+    ran = CliRunner().invoke(main, args)
+    assert ran.exit_code == 1 and ran.exception is not None and isinstance(ran.exception, SystemExit)
+    said = ran.stderr.splitlines()[-3:]
+    assert said == (
+        [
+            "团队记忆拒绝访问",
+            "此令牌的角色是 member；报告回放结果需要 runner 或 operator",
+            "错误码：E_FORBIDDEN",
+        ]
+        if locale == "zh"
+        else [
+            "team memory refused access",
+            "this token's role is member; reporting a replay needs runner or operator",
+            "error code: E_FORBIDDEN",
+        ]
+    ), ran.stderr
+    assert rows_of(db, "SELECT count(*) FROM verifications") == [(0,)]
 
 
 def test_admin_add_member_gives_a_role_and_list_shows_it(

@@ -77,6 +77,8 @@ def _error_response(exc: JiyiError) -> JSONResponse:
     body: dict[str, Any] = {"code": exc.code, "message": exc.message, "message_en": exc.english}
     if isinstance(exc, InvalidArgument):
         body.update(field=exc.field, reason=exc.reason, reason_en=exc.reason_en)
+    elif isinstance(exc, Forbidden) and exc.detail:
+        body.update(reason=exc.detail, reason_en=exc.detail_en)  # the client shows it on a second line
     headers = {}
     if isinstance(exc, Limited):
         headers["Retry-After"] = str(exc.retry_after)
@@ -290,7 +292,10 @@ def create_app(
         member = await member_of(request)
         if not member.runner:  # a member's "passed" would make any record 团队核验
             log.warning("verify refused: %s/%s is a %s, not a runner", member.team, member.name, member.role)
-            raise Forbidden()
+            raise Forbidden(
+                f"此令牌的角色是 {member.role}；报告回放结果需要 runner 或 operator",
+                f"this token's role is {member.role}; reporting a replay needs runner or operator",
+            )
         hexid = request.path_params["hex"]
         if not is_hex(hexid):
             raise InvalidArgument("hex", "应为 32 位小写十六进制", "must be 32 lowercase hex digits")
