@@ -55,6 +55,9 @@ _CODE_ROOTS = frozenset(
     "self this cls os env environ process config conf cfg settings options opts args kwargs params request "
     "req ctx context secrets vars inputs values props state app client session credentials creds".split()
 )
+# Between the words of a .netrc entry: blanks, or a line break and a diff's `+` / `-` (`++` in a patch
+# of a patch; never a blank there: `[ \t]` takes it, so no run of blanks can be read two ways).
+_NETRC_GAP = r"(?:[ \t]|\r?\n[+-]*)+"
 _PASSWORD_KEYS = ("password", "passwd", "passphrase", "pwd")
 _SECRET_KEYS = ("secret", "secretkey", "privatekey", "accesskey", "accountkey", "credential", "credentials")
 _TOKEN_KEYS = ("token", "apikey", "authkey", "auth")
@@ -209,9 +212,10 @@ def _rules() -> tuple[tuple[re.Pattern[str], str, _Judge | None, bool], ...]:
             None,
             False,
         ),
-        (  # ~/.netrc, on one line or several
+        (  # ~/.netrc, on one line or several, also as the lines a diff adds (`+  password …`)
             "netrc-password",
-            r"machine[ \t\r\n]+\S+(?:[ \t\r\n]+(?:login|account)[ \t\r\n]+\S+)*[ \t\r\n]+password[ \t]+(?P<s>\S+)",
+            rf"machine{_NETRC_GAP}\S+(?:{_NETRC_GAP}(?:login|account){_NETRC_GAP}\S+)*"
+            rf"{_NETRC_GAP}password[ \t]+(?P<s>\S+)",
             _not_placeholder("netrc-password"),
             True,
         ),
