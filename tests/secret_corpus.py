@@ -14,28 +14,28 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from jiyi.store.postgres.database import PgDatabase
 
-_MARK = re.compile(r"⟦([a-z0-9-]+):(.*?)⟧", re.DOTALL)
-_CORPUS = (Path(__file__).resolve().parent / "data" / "secrets.txt").read_text(encoding="utf-8")
+MARK = re.compile(r"⟦([a-z0-9-]+):(.*?)⟧", re.DOTALL)
+CORPUS = (Path(__file__).resolve().parent / "data" / "secrets.txt").read_text(encoding="utf-8")
 _ENTRY = re.compile(r"^%% (?P<name>[^\n]+)\n(?P<body>.*?)(?=^%% |\Z)", re.MULTILINE | re.DOTALL)
 
 # (kind, marked entry) in the corpus's order.
-NAMED = [(m["name"], m["body"].strip("\n")) for m in _ENTRY.finditer(_CORPUS)]
+NAMED = [(m["name"], m["body"].strip("\n")) for m in _ENTRY.finditer(CORPUS)]
 ENTRIES = [body for _, body in NAMED]
 KINDS = sorted({name for name, _ in NAMED})
 
 
 def raw(entry: str) -> str:
     """The entry as it turns up: the marks dropped, the secrets left in."""
-    return _MARK.sub(lambda m: m[2], entry)
+    return MARK.sub(lambda m: m[2], entry)
 
 
 def expected(entry: str) -> str:
     """The entry as redact() must return it."""
-    return _MARK.sub(lambda m: f"[REDACTED:{m[1]}]", entry)
+    return MARK.sub(lambda m: f"[REDACTED:{m[1]}]", entry)
 
 
 def secrets_of(entry: str) -> list[str]:
-    return [m[2] for m in _MARK.finditer(entry)]
+    return [m[2] for m in MARK.finditer(entry)]
 
 
 def survives(secret: str, out: str) -> bool:
