@@ -11,7 +11,8 @@ Every tool failure reaches the agent as text: the message on the first line and
     ├── ReadBudgetSpent    E_READ_BUDGET       the session's read budget is used up
     ├── NotesDisabled      E_NOTES_DISABLED    memory_note while notes = false
     ├── Unauthorized       E_UNAUTHORIZED      team server: no or bad token
-    └── Forbidden          E_FORBIDDEN         team server: token of another team
+    └── Forbidden          E_FORBIDDEN         team server: token of another team, or a role that may not
+                                               (why on a second line, when the server says)
 """
 
 from __future__ import annotations
@@ -180,14 +181,25 @@ class Unauthorized(JiyiError):
 
 
 class Forbidden(JiyiError):
-    """The team server holds the record for another team, so this token may not touch it
-    (HTTP 403)::
+    """The team server holds the record for another team, or this token's role may not do what
+    was asked (HTTP 403). ``detail`` (``detail_en``), when the server gave one, says why on a
+    second line, as ``SettingError`` does; a record of another team gets none, so nothing is told
+    about it::
 
-        except jiyi.Forbidden:
-            print("another team holds this record")
+        except jiyi.Forbidden as exc:
+            print("refused:", exc.detail or "another team holds this record")
     """
 
     code = "E_FORBIDDEN"
 
-    def __init__(self) -> None:
+    def __init__(self, detail: str = "", detail_en: str | None = None) -> None:
         super().__init__("团队记忆拒绝访问", "team memory refused access")
+        # The server's words: kept to one line of printable text, as a field name or reason is.
+        self.detail = _one_line(detail, 400)
+        self.detail_en = _one_line(detail_en or detail, 400)
+
+    def text(self, locale: str = "zh") -> str:
+        detail = self.detail_en if locale == "en" else self.detail
+        if not detail:
+            return super().text(locale)
+        return f"{self.first_line(locale)}\n{detail}\n{code_line(self.code, locale)}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import string
 from pathlib import Path
 
@@ -13,26 +12,9 @@ from hypothesis import strategies as st
 
 from jiyi.analysis.redact import find_secrets, redact
 
-# `⟦kind:secret⟧` in tests/data/secrets.txt marks a secret and the kind it must be redacted as.
-_MARK = re.compile(r"⟦([a-z0-9-]+):(.*?)⟧", re.DOTALL)
-_CORPUS = (Path(__file__).resolve().parents[1] / "data" / "secrets.txt").read_text(encoding="utf-8")
-# Each entry: a line `%% <kind of secret>`, then the text up to the next such line.
-_ENTRY = re.compile(r"^%% (?P<name>[^\n]+)\n(?P<body>.*?)(?=^%% |\Z)", re.MULTILINE | re.DOTALL)
-NAMED = [(m["name"], m["body"].strip("\n")) for m in _ENTRY.finditer(_CORPUS)]
-ENTRIES = [body for _, body in NAMED]
+from ..secret_corpus import CORPUS, ENTRIES, MARK, NAMED, expected, raw, secrets_of, survives
+
 _SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def raw(entry: str) -> str:
-    return _MARK.sub(lambda m: m[2], entry)
-
-
-def expected(entry: str) -> str:
-    return _MARK.sub(lambda m: f"[REDACTED:{m[1]}]", entry)
-
-
-def secrets_of(entry: str) -> list[str]:
-    return [m[2] for m in _MARK.finditer(entry)]
 
 
 # Real error text that must come back untouched: the search keys on it.
@@ -102,15 +84,9 @@ telegram.error.BadRequest: Chat not found; bot 12345 is not a member
 
 
 def test_corpus_is_loaded() -> None:
-    assert len(ENTRIES) == _CORPUS.count("\n%% ") and len(ENTRIES) >= 100
+    assert len(ENTRIES) == CORPUS.count("\n%% ") and len(ENTRIES) >= 100
     assert len({name for name, _ in NAMED}) >= 60  # kinds of secret, each in its real format
     assert all(secrets_of(entry) for entry in ENTRIES)
-
-
-def survives(secret: str, out: str) -> bool:
-    """Whether any 16 characters of ``secret`` (all of a shorter one) are left in ``out``."""
-    width = min(16, len(secret))
-    return any(secret[i : i + width] in out for i in range(0, len(secret) - width + 1, 4))
 
 
 def test_every_kind_of_secret_in_the_corpus_is_gone() -> None:
@@ -132,7 +108,7 @@ def test_find_secrets_spans_are_the_marked_secrets() -> None:
         text = raw(entry)
         spans = find_secrets(text)
         assert [text[start:end] for start, end, _ in spans] == secrets_of(entry)
-        assert [kind for _, _, kind in spans] == [m[1] for m in _MARK.finditer(entry)]
+        assert [kind for _, _, kind in spans] == [m[1] for m in MARK.finditer(entry)]
 
 
 def test_error_text_comes_back_identical() -> None:

@@ -28,7 +28,7 @@ from mcp.shared.message import SessionMessage
 
 import jiyi
 from jiyi.mcp_server.server import build
-from jiyi.mcp_server.wire import Guarded
+from jiyi.mcp_server.wire import Guarded, screen
 
 from ..helpers import ZLIB
 
@@ -131,14 +131,15 @@ def stdio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stdio]:
 # -- in memory -----------------------------------------------------------------------------------
 def in_memory(lines: list[bytes], locale: str = "zh") -> list[dict[str, Any]]:
     """The answers of a server in this process to ``lines``, each parsed as the SDK's stdio
-    transport parses a line (undecodable bytes replaced, then pydantic's JSON parser)."""
+    transport parses a line (undecodable bytes replaced, screened as ``jiyi mcp`` reads its stdin,
+    then pydantic's JSON parser)."""
     settings_ = jiyi.Memory().settings.replace(locale=locale)
     memory = jiyi.Memory(settings=settings_)
     server = build(session=memory.session(project="fuzz", session_id="fuzz"))
 
     def parsed(raw: bytes) -> SessionMessage | Exception:
         try:
-            text = raw.decode("utf-8", "replace")
+            text = screen(raw.decode("utf-8", "replace"))
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
         except Exception as exc:
             return exc
@@ -256,6 +257,47 @@ def check_unreadable(answers: list[dict[str, Any]]) -> None:
     assert all(a["error"]["code"] == -32600 for a in named.values()), named
 
 
+# Requests whose id is no string or integer: pydantic reads them as notifications, and they got no
+# answer. Each gets "Invalid Request" with id null, and nothing of it runs.
+ODD_IDS = [
+    {"jsonrpc": "2.0", "id": odd, "method": method, **params}
+    for odd in (True, False, 1.5, None, 1.0, [1], {"n": 1})
+    for method, params in (
+        ("ping", {}),
+        ("tools/list", {}),
+        ("tools/call", {"params": {"name": "memory_search", "arguments": {"query": "zlib"}}}),
+    )
+]
+NO_ID = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
+
+
+def test_over_stdio_a_request_with_an_id_of_another_type_is_answered(stdio: Stdio) -> None:
+    assert stdio.exchange([line(r) for r in ODD_IDS]) == [NO_ID] * len(ODD_IDS)
+    # Escaped, spaced, among good requests: each answered once (a tool call may be answered last).
+    mixed = [
+        line(call(1, "memory_search", {"query": "zlib"})),
+        b'{"jsonrpc":"2.0","\\u0069d" : true,"method":"ping"}\n',
+    ]
+    mixed += [line({"jsonrpc": "2.0", "id": 2, "method": "ping"})]
+    assert sorted((a["id"] for a in stdio.exchange(mixed)), key=str) == [1, 2, None]
+
+
+def test_the_server_reads_its_stdin_privately_and_fd_0_is_the_null_device(stdio: Stdio) -> None:
+    # jiyi mcp reads stdin itself (to screen each line), so it also moves fd 0 aside as the SDK
+    # would: a child process of a tool reads end-of-file, not the client's next requests.
+    fd0 = Path(f"/proc/{stdio.proc.pid}/fd/0")
+    if not fd0.parent.is_dir():
+        pytest.skip("no /proc to look at the server's descriptors")
+    assert os.readlink(fd0) == os.devnull
+    assert stdio.exchange([line({"jsonrpc": "2.0", "id": 5, "method": "ping"})]) == [
+        {"jsonrpc": "2.0", "id": 5, "result": {}}
+    ]
+
+
+def test_in_memory_a_request_with_an_id_of_another_type_is_answered() -> None:
+    assert in_memory([line(r) for r in ODD_IDS]) == [NO_ID] * len(ODD_IDS)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("locale", ["zh", "en"])
@@ -304,7 +346,11 @@ def _requests(draw: st.DrawFn) -> list[bytes]:
     """Requests with ids 0…n-1: tool calls of any arguments, other methods, and bytes spoiled."""
     lines: list[bytes] = []
     for i in range(draw(st.integers(1, 6))):
-        shape = draw(st.sampled_from(["call", "call", "params", "bytes"]))
+        shape = draw(st.sampled_from(["call", "call", "params", "bytes", "odd-id"]))
+        if shape == "odd-id":  # an id of another type: answered with id null
+            odd = draw(st.booleans() | st.none() | st.floats(allow_nan=False) | st.lists(st.integers(), max_size=2))
+            lines.append(line({"jsonrpc": "2.0", "id": odd, "method": draw(st.sampled_from(["ping", "tools/list"]))}))
+            continue
         if shape == "params":
             method = draw(st.sampled_from(["ping", "tools/list", "tools/call", "resources/list", "x"]))
             message = {"jsonrpc": "2.0", "id": i, "method": method, "params": draw(_value)}

@@ -62,7 +62,14 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
     with client(url, alice) as http:
         http.post("/v1/push", json={"machine": "a", "records": [line]}).raise_for_status()
         refused = http.post(f"/v1/verify/{line['hex']}", json=run)
-        assert (refused.status_code, refused.json()) == (403, FORBIDDEN)
+        assert (refused.status_code, refused.json()) == (
+            403,
+            {
+                **FORBIDDEN,
+                "reason": "此令牌的角色是 member；报告回放结果需要 runner 或 operator",
+                "reason_en": "this token's role is member; reporting a replay needs runner or operator",
+            },
+        )
         # Nothing stored: no run, the record not 团队核验 and still a replay candidate.
         assert rows_of(db, "SELECT count(*) FROM verifications") == [(0,)]
         assert http.get("/v1/changes").json()["records"][0]["origin"] == "note"
@@ -83,6 +90,43 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
     assert "runner" in paths["/v1/verify/{hex}"]["post"]["responses"]["403"]["description"]
     pushed = paths["/v1/push"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert "refused" in pushed["properties"]
+
+
+@pytest.mark.parametrize("locale", ["zh", "en"])
+def test_team_verify_with_a_members_token_says_why_it_is_refused(
+    db: PgDatabase, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, locale: str
+) -> None:
+    from jiyi.team.verify.replay import sandbox_problem
+
+    line = lines(tmp_path, YAML)[0]
+    # A local repository: the replay is refused before anything runs, and its failure is reported.
+    line["reproduction"] = {"command": "python -c 'import yaml'", "repo": "/srv/private/repo", "commit": "0" * 40}
+    line["fix"] = {"kind": "command", "command": "pip install pyyaml"}
+    alice = db.create_token("alpha", "alice")
+    with client(url, alice) as http:
+        http.post("/v1/push", json={"machine": "a", "records": [line]}).raise_for_status()
+    monkeypatch.setenv("JIYI_TEAM_URL", url)
+    monkeypatch.setenv("JIYI_TEAM_TOKEN", alice)
+    monkeypatch.setenv("JIYI_LOCALE", locale)
+    monkeypatch.chdir(tmp_path)
+    args = ["team", "verify", "--once"] + ([] if sandbox_problem() is None else ["--no-sandbox"])
+    ran = CliRunner().invoke(main, args)
+    assert ran.exit_code == 1 and ran.exception is not None and isinstance(ran.exception, SystemExit)
+    said = ran.stderr.splitlines()[-3:]
+    assert said == (
+        [
+            "团队记忆拒绝访问",
+            "此令牌的角色是 member；报告回放结果需要 runner 或 operator",
+            "错误码：E_FORBIDDEN",
+        ]
+        if locale == "zh"
+        else [
+            "team memory refused access",
+            "this token's role is member; reporting a replay needs runner or operator",
+            "error code: E_FORBIDDEN",
+        ]
+    ), ran.stderr
+    assert rows_of(db, "SELECT count(*) FROM verifications") == [(0,)]
 
 
 def test_admin_add_member_gives_a_role_and_list_shows_it(
@@ -178,6 +222,34 @@ def test_another_members_revision_is_refused_and_changes_nothing_but_their_evide
     ]
 
 
+def test_a_mark_of_any_relation_but_wrong_or_outdated_is_refused_naming_the_field(
+    db: PgDatabase, url: str, tmp_path: Path
+) -> None:
+    line, target = lines(tmp_path, YAML, ZLIB)
+    mark = {"target": target["hex"], "relation": "wrong", "created": "2026-01-01T00:00:00+00:00"}
+    bad = [
+        ({**mark, "relation": "obsolete"}, "records[1].marks[0].relation"),
+        ({**mark, "relation": None}, "records[1].marks[0].relation"),
+        ({**mark, "relation": ["wrong"]}, "records[1].marks[0].relation"),
+        ({**mark, "target": "rr_" + target["hex"]}, "records[1].marks[0].target"),
+        ("wrong", "records[1].marks[0]"),
+    ]
+    with client(url, db.create_token("alpha", "alice")) as http:
+        for mark_of, field in bad:
+            answer = http.post("/v1/push", json={"records": [target, {**line, "marks": [mark_of]}]})
+            assert (answer.status_code, answer.json()["code"], answer.json()["field"]) == (
+                400,
+                "E_INVALID_ARGUMENT",
+                field,
+            ), mark_of
+        # Nothing of a refused batch is stored, its good record neither.
+        assert rows_of(db, "SELECT count(*) FROM records") == [(0,)]
+        assert rows_of(db, "SELECT count(*) FROM relations") == [(0,)]
+        both = http.post("/v1/push", json={"records": [target, {**line, "marks": [mark]}]}).json()
+    assert both["accepted"] == [target["hex"], line["hex"]]
+    assert rows_of(db, "SELECT target_hex, relation FROM relations") == [(target["hex"], "wrong")]
+
+
 def test_a_record_stored_before_authors_is_claimed_by_the_first_member_who_revises_it(
     db: PgDatabase, url: str, tmp_path: Path
 ) -> None:
@@ -261,9 +333,7 @@ def test_a_raw_push_and_a_replay_detail_are_redacted_before_they_are_stored(
 ) -> None:
     github = "ghp_" + _random(string.ascii_letters + string.digits, 36)
     access = "AKIA" + _random(string.ascii_uppercase + string.digits, 16)
-    # A letter first: analysis.redact misses a secret key that starts with "/" or "+" (its gap, not the
-    # server's; this test is about the server calling it).
-    secret = _random(string.ascii_letters, 1) + _random(string.ascii_letters + string.digits + "/+", 39)
+    secret = _random(string.ascii_letters + string.digits + "/+", 40)  # one in 64 starts with "/"
     aws = f"AWS_ACCESS_KEY_ID={access} AWS_SECRET_ACCESS_KEY={secret}"
     line = with_reproduction(lines(tmp_path, YAML)[0])
     # What a client that does not redact (or an older one, or curl) might send.

@@ -56,6 +56,8 @@ def run(command: list[str], limit: int = MAX_ERROR) -> tuple[int, str]:
             continue
     for thread in pumps:
         thread.join()
+    child.stdout.close()  # read to the end: closed here, not left to the collector (a caller may live on)
+    child.stderr.close()
     code = status if status >= 0 else 128 - status
     out = b"".join(out_tail).decode("utf-8", "replace").rstrip("\n")
     err = b"".join(err_tail).decode("utf-8", "replace").rstrip("\n")

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from ..team.client.http import TeamClient
 
 
-def _say(error: JiyiError) -> str:
+def _say(error: JiyiError, locale: str = "zh") -> str:
+    """The error's text, then what failed underneath when the text does not already say it."""
+    text = error.text(locale)
     reason = getattr(error, "reason", "")
-    return error.text() + (f"\n{reason}" if reason and reason not in error.message else "")
+    return text + (f"\n{reason}" if reason and reason not in text else "")
 
 
 def _round(
@@ -152,7 +154,7 @@ def verify_command(
                 except Unavailable as exc:
                     if once:
                         raise
-                    click.echo(f"{_say(exc)}\n(trying again in {interval:g} s)", err=True)
+                    click.echo(f"{_say(exc, settings.locale)}\n(trying again in {interval:g} s)", err=True)
                 else:
                     passed += sum(outcomes)
                     failed += len(outcomes) - sum(outcomes)
@@ -160,7 +162,7 @@ def verify_command(
                     break
                 time.sleep(interval)
     except JiyiError as exc:
-        click.echo(_say(exc), err=True)
+        click.echo(_say(exc, settings.locale), err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         pass

@@ -29,6 +29,7 @@ from ..records import FIX_KINDS, RELATIONS, SCOPES, TYPES
 from ..session import Session
 from ..tools import validation
 from ..tools.validation import QUERY_MAX, TITLE_MAX
+from .stdin import screened_stdin
 from .wire import Guarded
 
 log = logging.getLogger("jiyi.mcp")
@@ -273,8 +274,9 @@ def serve() -> None:
         print(WAITING, file=sys.stderr, flush=True)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            guarded = Guarded(read_stream, write_stream, server.call_tool)
-            await server.run(guarded, write_stream, server.create_initialization_options())
+        with screened_stdin() as stdin:
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                guarded = Guarded(read_stream, write_stream, server.call_tool)
+                await server.run(guarded, write_stream, server.create_initialization_options())
 
     anyio.run(main)

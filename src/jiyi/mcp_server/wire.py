@@ -19,6 +19,12 @@ error carries the line (or the object it parsed), so the answer can name the req
   id null, as JSON-RPC 2.0 §5 says;
 - a malformed response of the client (``result`` or ``error``, no ``method``): nothing, as for any
   response.
+
+A request whose id is no string or integer (``true``, ``1.5``, ``null``, a list) is worse: pydantic
+reads it as a notification, which no one answers, and the parsed message no longer says it had an
+id. So the server's stdin is read through ``stdin.Screened``, which sees each raw line before the
+SDK parses it and hands it ``screen(line)``: such a request becomes ``NO_ID``, a line the SDK cannot
+read, answered as above with "Invalid Request" and id null (JSON-RPC 2.0 §5).
 """
 
 from __future__ import annotations
@@ -56,6 +62,22 @@ def _usable_id(value: Any) -> str | int | None:
     if isinstance(value, str) and not _SURROGATE.search(value):
         return value
     return None
+
+
+# A request with an id nobody can be answered by, as the SDK's transport gets it (see ``screen``).
+NO_ID = '{"jsonrpc": "2.0", "id": null}\n'
+
+
+def screen(line: str) -> str:
+    """``line``, or ``NO_ID`` when it is a request (it has a method) whose id is unusable: pydantic
+    would make it a notification and it would get no answer. Not JSON: left to the transport."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    if isinstance(data, dict) and "method" in data and "id" in data and _usable_id(data["id"]) is None:
+        return NO_ID
+    return line
 
 
 def _unparsed(exc: Exception) -> tuple[str, Any]:

@@ -9,13 +9,15 @@ line twice therefore changes nothing, and a no-op leaves ``seq`` alone so pulls 
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import re
+from dataclasses import fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ...analysis.redact import redact
+from ...analysis.redact import find_secrets, redact
 from ...errors import InvalidArgument, NotFound
 from ...records import Record, Revision, Verification, is_hex, now
 from ...transfer import record_from_json, record_to_json
@@ -57,19 +59,44 @@ def _scrubbed(value: Any) -> Any:
     return value
 
 
-def _clean(values: Any) -> tuple[str, ...]:
-    """Signatures or symbols without any that holds a secret (a hash or a name has none; a raw push
-    could send anything)."""
-    return tuple(v for v in values if redact(str(v)) == str(v))
+_SIGNATURE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _signatures(values: Any) -> tuple[str, ...]:
+    """The pushed signatures that are one: a line's digest (``analysis.signature.digest``); a raw
+    push could send anything there, a private key's line or a password line included."""
+    return tuple(str(v) for v in values if _SIGNATURE.fullmatch(str(v)))
+
+
+def _symbols(values: Any, found: list[str]) -> tuple[str, ...]:
+    """The pushed symbols without any that holds a secret, alone or one of ``found`` in the pushed
+    texts (``Authorization: Basic <base64>`` split into words leaves a bare base64 word no rule
+    knows alone), or is a piece of 8 characters or more of one (a line of a private key)."""
+    kept = []
+    for value in map(str, values):
+        if redact(value) != value:
+            continue
+        if any(secret in value or (len(value) >= 8 and value in secret) for secret in found):
+            continue
+        kept.append(value)
+    return tuple(kept)
+
+
+def _found(record: Record, revisions: list[Revision]) -> list[str]:
+    """Every secret ``redact`` finds in the texts of a pushed record, as they were sent."""
+    texts = [record.title, record.what, record.why, record.where, record.learned, *record.environment.values()]
+    texts += [getattr(part, f.name) for part in (record.fix, record.reproduction) if part for f in fields(part)]
+    texts += [json.dumps(rev.snapshot, ensure_ascii=False) for rev in revisions]
+    return list({text[start:end] for text in texts if isinstance(text, str) for start, end, _ in find_secrets(text)})
 
 
 def _redacted(
     record: Record, revisions: list[Revision], marks: list[tuple[str, str, str]]
 ) -> tuple[Record, list[Revision], list[tuple[str, str, str]]]:
     """A pushed record as the server keeps it: every text it carries redacted (docs/spec.md §6),
-    whatever the client did — its fields, fix, reproduction, revisions and marks — and signatures
-    or symbols holding a secret dropped. The same text redacts to the same text, so a retried push
-    still merges as a no-op."""
+    whatever the client did — its fields, fix, reproduction, revisions and marks — signatures that
+    are no digest and symbols that hold or are part of a secret dropped. The same text redacts to
+    the same text, so a retried push still merges as a no-op."""
     fix, repro = record.fix, record.reproduction
     if fix is not None:
         fix = replace(fix, **{k: redact(v) for k in ("command", "diff", "path", "content") if (v := getattr(fix, k))})
@@ -90,8 +117,8 @@ def _redacted(
         tool_name=redact(record.tool_name) if record.tool_name else record.tool_name,
         environment={str(k): redact(str(v)) for k, v in record.environment.items()},
         evidence_refs=[redact(str(ref)) for ref in record.evidence_refs],
-        signatures=_clean(record.signatures),
-        symbols=_clean(record.symbols),
+        signatures=_signatures(record.signatures),
+        symbols=_symbols(record.symbols, _found(record, revisions)),
         fix=fix,
         reproduction=repro,
     )

@@ -203,7 +203,8 @@ def _error(response: httpx.Response) -> JiyiError:
     if status == 401:
         return Unauthorized()
     if status == 403:
-        return Forbidden()
+        detail, english = body.get("reason"), body.get("reason_en")
+        return Forbidden(detail if isinstance(detail, str) else "", english if isinstance(english, str) else None)
     if status == 429:
         try:
             wait = float(response.headers.get("Retry-After", "60"))

@@ -33,7 +33,7 @@ from starlette.routing import Route
 
 from ...errors import Forbidden, InvalidArgument, JiyiError, NotFound
 from ...ranking import Hit, Query, rank
-from ...records import SCOPES, TYPES, is_hex
+from ...records import RELATIONS, SCOPES, TYPES, is_hex
 from ...store.postgres.database import Member, PgDatabase
 from ...store.postgres.store import PgStore
 from ...store.postgres.team import ACCEPTED, FORGOTTEN, REFUSED, UNCHANGED, UNKNOWN, TeamStore
@@ -77,6 +77,8 @@ def _error_response(exc: JiyiError) -> JSONResponse:
     body: dict[str, Any] = {"code": exc.code, "message": exc.message, "message_en": exc.english}
     if isinstance(exc, InvalidArgument):
         body.update(field=exc.field, reason=exc.reason, reason_en=exc.reason_en)
+    elif isinstance(exc, Forbidden) and exc.detail:
+        body.update(reason=exc.detail, reason_en=exc.detail_en)  # the client shows it on a second line
     headers = {}
     if isinstance(exc, Limited):
         headers["Retry-After"] = str(exc.retry_after)
@@ -117,6 +119,19 @@ def _check_line(index: int, line: Any) -> dict[str, Any]:
         raise InvalidArgument(field, f"缺少字段：{exc}", f"a field is missing: {exc}") from None
     if record.type not in TYPES or record.scope not in SCOPES:
         raise InvalidArgument(field, "type 或 scope 无效", "type or scope is invalid")
+    marks = line.get("marks") or []
+    if not isinstance(marks, list):
+        raise InvalidArgument(f"{field}.marks", "应为列表", "must be a list")
+    for j, mark in enumerate(marks):
+        # A mark says another record is wrong or outdated; any other word would be stored as a relation
+        # that no reader understands, and a mark on nothing (not a hex) points nowhere.
+        where = f"{field}.marks[{j}]"
+        if not isinstance(mark, dict) or not isinstance(mark.get("created"), str):
+            raise InvalidArgument(where, "应为 {target, relation, created}", "must be {target, relation, created}")
+        if not is_hex(mark.get("target")):
+            raise InvalidArgument(f"{where}.target", "应为 32 位小写十六进制", "must be 32 lowercase hex digits")
+        if mark.get("relation") not in RELATIONS:
+            raise InvalidArgument(f"{where}.relation", "应为 wrong 或 outdated", "must be wrong or outdated")
     return line
 
 
@@ -279,7 +294,10 @@ def create_app(
         member = await member_of(request)
         if not member.runner:  # a member's "passed" would make any record 团队核验
             log.warning("verify refused: %s/%s is a %s, not a runner", member.team, member.name, member.role)
-            raise Forbidden()
+            raise Forbidden(
+                f"此令牌的角色是 {member.role}；报告回放结果需要 runner 或 operator",
+                f"this token's role is {member.role}; reporting a replay needs runner or operator",
+            )
         hexid = request.path_params["hex"]
         if not is_hex(hexid):
             raise InvalidArgument("hex", "应为 32 位小写十六进制", "must be 32 lowercase hex digits")

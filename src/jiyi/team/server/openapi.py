@@ -113,8 +113,14 @@ def document() -> dict[str, Any]:
                     "properties": {
                         "code": {"type": "string", "examples": ["E_UNAUTHORIZED"]},
                         "message": {"type": "string", "examples": ["团队记忆拒绝访问"]},
-                        "field": {"type": "string"},
-                        "reason": {"type": "string"},
+                        "message_en": {"type": "string", "examples": ["team memory refused access"]},
+                        "field": {"type": "string", "description": "E_INVALID_ARGUMENT: the field at fault"},
+                        "reason": {
+                            "type": "string",
+                            "description": "E_INVALID_ARGUMENT: what is wrong with the field; E_FORBIDDEN, "
+                            "when a token's role may not do it: why (a client shows it on a second line)",
+                        },
+                        "reason_en": {"type": "string", "description": "`reason` in English"},
                     },
                 },
                 "Record": line,
