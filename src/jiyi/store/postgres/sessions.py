@@ -12,7 +12,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ...records import now
-from .. import closing
+from .. import base, closing
 from ..base import Resolved, SessionState
 from .database import Cursor, PgDatabase
 
@@ -22,15 +22,20 @@ class PgSessions:
     team: int
 
     def project_keys(self, name: str) -> list[str]:
+        # As SQLite's: the distinct keys skipping through records_project_keys (m014), then each one's
+        # latest update, instead of grouping every record of the project.
         with self.db.cursor() as cur:
             cur.execute(
-                "SELECT key FROM (SELECT project_key AS key, max(updated) AS seen FROM records "
-                "WHERE team_id = %s AND project = %s AND NOT forgotten GROUP BY project_key UNION ALL "
-                "SELECT project_key, max(last_seen) FROM sessions WHERE team_id = %s AND project = %s "
-                "GROUP BY project_key) AS k WHERE key <> '' GROUP BY key ORDER BY max(seen) DESC",
-                (self.team, name, self.team, name),
+                "WITH RECURSIVE keys(key) AS (SELECT min(project_key) FROM records WHERE team_id = %(t)s "
+                "AND project = %(n)s AND NOT forgotten UNION ALL SELECT (SELECT min(project_key) FROM records "
+                "WHERE team_id = %(t)s AND project = %(n)s AND NOT forgotten AND project_key > key) FROM keys "
+                "WHERE key IS NOT NULL) SELECT key, (SELECT max(updated) FROM records WHERE team_id = %(t)s "
+                "AND project = %(n)s AND NOT forgotten AND project_key = key) FROM keys WHERE key IS NOT NULL "
+                "UNION ALL SELECT project_key, max(last_seen) FROM sessions WHERE team_id = %(t)s "
+                "AND project = %(n)s GROUP BY project_key",
+                {"t": self.team, "n": name},
             )
-            return [str(r[0]) for r in cur.fetchall()]
+            return base.latest_keys(cur.fetchall())
 
     def touch_session(self, session_id: str, project_key: str, project: str) -> None:
         stamp = now()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ...records import now
-from .. import closing
+from .. import base, closing
 from ..base import Resolved, SessionState
 from .connection import SQLiteConnection
 from .statements import MAX_ATTEMPTS, record_edits, resolve_in, set_failure
@@ -46,12 +46,22 @@ class SQLiteSessions(SQLiteConnection):
         return str(row[0]) if row else None
 
     def project_keys(self, name: str) -> list[str]:
-        sql = (
-            "SELECT key FROM (SELECT project_key AS key, max(updated) AS seen FROM records WHERE project = ? "
-            "AND forgotten = 0 GROUP BY project_key UNION ALL SELECT project_key, max(last_seen) FROM sessions "
-            "WHERE project = ? GROUP BY project_key) WHERE key != '' GROUP BY key ORDER BY max(seen) DESC"
+        # The distinct keys one index look-up each, skipping from one to the next (records_project_keys,
+        # m014), then each key's latest update one more: grouping every record of the project took
+        # 200-500 ms at 100 000 records.
+        records = (
+            "WITH RECURSIVE keys(key) AS (SELECT min(project_key) FROM records WHERE project = ?1 AND forgotten = 0 "
+            "UNION ALL SELECT (SELECT min(project_key) FROM records WHERE project = ?1 AND forgotten = 0 "
+            "AND project_key > key) FROM keys WHERE key IS NOT NULL) "
+            "SELECT key, (SELECT max(updated) FROM records WHERE project = ?1 AND forgotten = 0 AND project_key = key) "
+            "FROM keys WHERE key IS NOT NULL"
         )
-        return [str(r[0]) for r in self._guard(lambda db: db.execute(sql, (name, name)).fetchall())]
+        sessions = "SELECT project_key, max(last_seen) FROM sessions WHERE project = ? GROUP BY project_key"
+
+        def run(db: sqlite3.Connection) -> list[tuple[str, str]]:
+            return [*db.execute(records, (name,)), *db.execute(sessions, (name,))]
+
+        return base.latest_keys(self._guard(run))
 
     def touch_session(self, session_id: str, project_key: str, project: str) -> None:
         stamp = now()
