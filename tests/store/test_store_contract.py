@@ -668,6 +668,20 @@ def test_a_persons_mark_reads_as_a_mark_and_is_taken_back(store: Store) -> None:
     assert store.human_marks(record.hex) == []
 
 
+def test_a_sessions_latest_searches_are_kept_within_the_bound(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_base, "SEARCHES_KEPT", 3)
+    store.touch_session("s1", "key", "name")
+    store.touch_session("s2", "key", "name")
+    for i in range(5):
+        store.record_search("s1", f"query {i} " + "x" * 1000, i)
+    store.record_search("s2", "other", 0)
+    found = {s.id: s.searches for s in store.recent_sessions()}
+    assert [(q.query[:7], q.hits) for q in found["s1"]] == [("query 4", 4), ("query 3", 3), ("query 2", 2)]
+    assert {len(q.query) for q in found["s1"]} == {store_base.SEARCH_CHARS} and found["s1"][0].at
+    assert [q.query for q in found["s2"]] == ["other"]
+    assert store.session("s1").searches == []  # type: ignore[union-attr]  # each tool call reads none
+
+
 def test_recent_sessions_the_latest_first(store: Store) -> None:
     assert store.recent_sessions() == []
     for name in ("s1", "s2", "s3"):

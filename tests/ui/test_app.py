@@ -185,6 +185,20 @@ def test_the_sessions_page_shows_reads_against_the_budget_and_the_last_failure(
     assert data.yaml.title in writer
 
 
+def test_the_sessions_page_shows_what_each_session_searched_redacted(
+    client: TestClient, memory: jiyi.Memory, data: Data
+) -> None:
+    session = memory.session(session_id="searcher-1")
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    session.search(ZLIB_QUERY)
+    session.search(f"git push failed: token {secret} {HOSTILE}")
+    page = client.get("/sessions").text
+    searcher = page.split("<code>searcher-1</code>")[1].split("</article>")[0]
+    assert ZLIB_QUERY in searcher and "1 条结果" in searcher  # with its hits
+    assert secret not in page and HOSTILE not in page and "&lt;img src=x" in searcher  # redacted, escaped
+    assert searcher.index("git push failed") < searcher.index(ZLIB_QUERY)  # the latest first
+
+
 def test_the_health_page_says_what_doctor_says(client: TestClient, memory: jiyi.Memory) -> None:
     page = client.get("/health").text
     assert str(memory.settings.store_path) in page and "正常" in page

@@ -31,6 +31,10 @@ COMMON_SAMPLE = 4
 # took 55 ms to rank in full on SQLite, a term on 61 000 of them 370 ms on PostgreSQL; bench/scale.py,
 # bench/team_scale.py).
 TERM_SCAN = 2000
+# What a session's searches keep (``Store.record_search``): the latest this many, each query cut to
+# this many characters.
+SEARCHES_KEPT = 50
+SEARCH_CHARS = 300
 # What a purge deletes by the record's hex besides the record row and the marks it made or got
 # (``relations``); a backend adds the tables only it has.
 PURGED_TABLES = (
@@ -95,6 +99,19 @@ class SessionState:
     notes: list[str] = field(default_factory=list)  # record hexes written or revised
     last_command: str | None = None  # the command of the last failure, when its tool had one
     last_checkout: str | None = None  # where it failed in git terms (``git_head.failure_point``)
+    # What it searched, the latest first: filled by ``recent_sessions`` only (the review page), not
+    # by ``session``, which every tool call reads.
+    searches: list[SearchMade] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SearchMade:
+    """One ``memory_search`` of a session (``Store.record_search``): the query as kept (redacted,
+    cut to ``SEARCH_CHARS``), when, and how many hits it had."""
+
+    at: str
+    query: str
+    hits: int
 
 
 @dataclass(frozen=True)
@@ -369,6 +386,11 @@ class Store(ABC):
     @abstractmethod
     def recent_sessions(self, limit: int = 20) -> list[SessionState]:
         """The sessions seen last, the latest first."""
+
+    @abstractmethod
+    def record_search(self, session_id: str, query: str, hits: int) -> None:
+        """Keep that the session searched ``query`` (redacted and cut by the caller) and got
+        ``hits``; only its latest ``SEARCHES_KEPT`` searches are kept."""
 
     @abstractmethod
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:

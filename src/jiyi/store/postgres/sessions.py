@@ -89,7 +89,30 @@ class PgSessions:
                 "SELECT id FROM sessions WHERE team_id = %s ORDER BY last_seen DESC, id LIMIT %s", (self.team, limit)
             )
             ids = [row[0] for row in cur.fetchall()]
-        return [state for state in map(self.session, ids) if state is not None]
+        found = [state for state in map(self.session, ids) if state is not None]
+        with self.db.cursor() as cur:
+            for state in found:
+                cur.execute(
+                    "SELECT at, query, hits FROM session_searches WHERE team_id = %s AND session_id = %s "
+                    "ORDER BY id DESC LIMIT %s",
+                    (self.team, state.id, base.SEARCHES_KEPT),
+                )
+                state.searches = [base.SearchMade(at, query, hits) for at, query, hits in cur.fetchall()]
+        return found
+
+    def record_search(self, session_id: str, query: str, hits: int) -> None:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "INSERT INTO session_searches (team_id, session_id, at, query, hits) VALUES (%s, %s, %s, %s, %s)",
+                (self.team, session_id, now(), query[: base.SEARCH_CHARS], hits),
+            )
+            # The oldest beyond the bound go, from the (team, session, id) index.
+            cur.execute(
+                "DELETE FROM session_searches WHERE team_id = %(t)s AND session_id = %(s)s AND id <= "
+                "(SELECT id FROM session_searches WHERE team_id = %(t)s AND session_id = %(s)s "
+                "ORDER BY id DESC LIMIT 1 OFFSET %(k)s)",
+                {"t": self.team, "s": session_id, "k": base.SEARCHES_KEPT},
+            )
 
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
         with self.db.cursor() as cur:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from ...records import now
 from .. import base, closing
@@ -99,7 +100,32 @@ class SQLiteSessions(SQLiteConnection):
     def recent_sessions(self, limit: int = 20) -> list[SessionState]:
         sql = "SELECT id FROM sessions ORDER BY last_seen DESC, id LIMIT ?"
         ids = self._guard(lambda db: [row[0] for row in db.execute(sql, (limit,))])
-        return [state for state in map(self.session, ids) if state is not None]
+        found = [state for state in map(self.session, ids) if state is not None]
+        searched = (
+            "SELECT at, query, hits FROM session_searches INDEXED BY session_searches_by_session "
+            "WHERE session_id = ? ORDER BY rowid DESC LIMIT ?"
+        )
+
+        def searches(db: sqlite3.Connection, session_id: str) -> list[base.SearchMade]:
+            rows = db.execute(searched, (session_id, base.SEARCHES_KEPT)).fetchall()
+            return [base.SearchMade(at, query, hits) for at, query, hits in rows]
+
+        for state in found:
+            state.searches = self._guard(partial(searches, session_id=state.id))
+        return found
+
+    def record_search(self, session_id: str, query: str, hits: int) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO session_searches (session_id, at, query, hits) VALUES (?, ?, ?, ?)",
+                (session_id, now(), query[: base.SEARCH_CHARS], hits),
+            )
+            # The oldest beyond the bound go, from the index (rowid is the order written).
+            db.execute(
+                "DELETE FROM session_searches WHERE session_id = ?1 AND rowid <= (SELECT rowid FROM session_searches "
+                "INDEXED BY session_searches_by_session WHERE session_id = ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2)",
+                (session_id, base.SEARCHES_KEPT),
+            )
 
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
         with self._write() as db:
