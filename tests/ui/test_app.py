@@ -4,7 +4,9 @@ every action changing what ``memory_search`` returns."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -171,6 +173,38 @@ def test_the_record_page_reads_it_whole_without_spending_a_read_budget(
     assert "+learned: add -lz after the objects, before -lc" in html.unescape(page)
     assert "通过 1" in page and "失败 1" in page  # replay runs: passed and failed
     assert "https://example.com/zlib-port.git" in page
+
+
+def test_a_record_page_says_the_team_server_is_unreachable_and_still_answers(
+    client: TestClient, memory: jiyi.Memory, data: Data, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ..team_helpers import dead_url
+
+    monkeypatch.setattr(memory, "settings", memory.settings.replace(team_url=dead_url(), team_token="jiyi_x"))
+    started = time.monotonic()
+    answer = client.get(f"/records/{data.zlib.id}")
+    assert answer.status_code == 200 and data.zlib.title in answer.text
+    assert "团队服务器无法连接" in answer.text and time.monotonic() - started < 10
+    assert "团队服务器" not in client.get(f"/records/{data.yaml.id}").text  # no runs to ask about
+
+
+@pytest.mark.postgres
+def test_a_record_page_shows_the_team_servers_replay_runs(
+    client: TestClient, memory: jiyi.Memory, data: Data, url: str, db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jiyi.store.postgres.team import TeamStore
+    from jiyi.transfer import record_to_json
+
+    token = db.create_token("alpha", "alice")
+    team = TeamStore(db, db.team_id("alpha"))
+    team.merge_pushed(record_to_json(memory.store, data.zlib), "alice")
+    team.add_verification(data.zlib.hex, passed=True, how="replay", environment="os=linux", detail="", runner="ci-1")
+    team.add_verification(data.zlib.hex, passed=False, how="replay", environment="os=darwin", detail="", runner="ci-2")
+    monkeypatch.setattr(memory, "settings", memory.settings.replace(team_url=url, team_token=token))
+    page = client.get(f"/records/{data.zlib.id}").text
+    runs = page.split('id="team-runs"')[1].split("</table>")[0]
+    assert "os=linux" in runs and "ci-1" in runs and "os=darwin" in runs and "ci-2" in runs
+    assert runs.count('class="passed"') == 1 and runs.count('class="failed"') == 1
 
 
 def test_the_sessions_page_shows_reads_against_the_budget_and_the_last_failure(

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import JiyiError
+from ..errors import JiyiError, NotFound
 from ..ranking import WEIGHTS, Query, rank
 from ..records import ORIGIN_LABELS, OUTCOMES_EN, SCOPES, TYPES, Record, split_ref
 from ..store.base import RecordFilter
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 PAGE = 50
 INBOX = 20
+# How long a record's page waits for the team server's replay runs before it says the server is
+# unreachable (``jiyi show`` waits the client's 15 s; a page should not).
+TEAM_SECONDS = 2.0
 
 
 def _filter(request: Request) -> RecordFilter:
@@ -138,6 +141,7 @@ def record(request: Request) -> Response:
         diffs.append((rev, list(diff)[2:] if before else after))
         before = after
     verification = found.verification
+    team_runs, team_note = _team_runs(ctx, found)
     return ctx.render(
         "record.html",
         nav="",
@@ -149,7 +153,29 @@ def record(request: Request) -> Response:
         failed=(verification.tries - verification.passed) if verification else 0,
         unconfirmed=_unconfirmed(found),
         origin_label=found.origin_label_in(ctx.locale),
+        team_runs=team_runs,
+        team_note=team_note,
     )
+
+
+def _team_runs(ctx: Context, found: Record) -> tuple[list[dict[str, Any]], str | None]:
+    """The team server's replay runs of a team record (what ``jiyi show`` asks: GET
+    /v1/verify/<hex>), and what to say instead when it cannot tell: never a failed page."""
+    settings = ctx.memory.settings
+    if not settings.team or not (found.remote or found.verification):
+        return [], None
+    t = labels(ctx.locale)
+    try:
+        from ..team.client.http import TeamClient
+    except ImportError:
+        return [], t["team_extra_missing"]
+    try:
+        with TeamClient(str(settings.team_url), str(settings.team_token), timeout=TEAM_SECONDS) as client:
+            return client.verifications(found.hex), None
+    except NotFound:
+        return [], t["team_no_record"]
+    except JiyiError:
+        return [], t["team_unreachable"]
 
 
 def _unconfirmed(found: Record) -> bool:
