@@ -680,6 +680,7 @@ def test_a_sessions_latest_searches_are_kept_within_the_bound(store: Store, monk
     assert {len(q.query) for q in found["s1"]} == {store_base.SEARCH_CHARS} and found["s1"][0].at
     assert [q.query for q in found["s2"]] == ["other"]
     assert store.session("s1").searches == []  # type: ignore[union-attr]  # each tool call reads none
+    assert store.session_searches("s1", limit=2) == found["s1"][:2] and store.session_searches("none") == []
 
 
 def test_recent_sessions_the_latest_first(store: Store) -> None:

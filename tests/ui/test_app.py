@@ -231,6 +231,13 @@ def test_the_sessions_page_shows_what_each_session_searched_redacted(
     assert ZLIB_QUERY in searcher and "1 条结果" in searcher  # with its hits
     assert secret not in page and HOSTILE not in page and "&lt;img src=x" in searcher  # redacted, escaped
     assert searcher.index("git push failed") < searcher.index(ZLIB_QUERY)  # the latest first
+    for n in range(12):
+        session.search(f"query number {n}")
+    searcher = client.get("/sessions").text.split("<code>searcher-1</code>")[1].split("</article>")[0]
+    assert "query number 11" in searcher and "query number 2" in searcher and "query number 1<" not in searcher
+    assert ZLIB_QUERY not in searcher and 'href="/sessions?id=searcher-1"' in searcher  # the latest 10, then a link
+    whole = client.get("/sessions?id=searcher-1").text
+    assert "query number 0" in whole and ZLIB_QUERY in whole and "<code>reader-1</code>" not in whole
 
 
 def test_the_health_page_says_what_doctor_says(client: TestClient, memory: jiyi.Memory) -> None:

@@ -388,6 +388,10 @@ class Store(ABC):
         """The sessions seen last, the latest first."""
 
     @abstractmethod
+    def session_searches(self, session_id: str, limit: int = SEARCHES_KEPT) -> list[SearchMade]:
+        """What the session searched, the latest first (``recent_sessions`` fills them in too)."""
+
+    @abstractmethod
     def record_search(self, session_id: str, query: str, hits: int) -> None:
         """Keep that the session searched ``query`` (redacted and cut by the caller) and got
         ``hits``; only its latest ``SEARCHES_KEPT`` searches are kept."""

@@ -28,6 +28,9 @@ INBOX = 20
 # How long a record's page waits for the team server's replay runs before it says the server is
 # unreachable (``jiyi show`` waits the client's 15 s; a page should not).
 TEAM_SECONDS = 2.0
+# Searches shown a session on /sessions (the latest; /sessions?id=… shows all it keeps): 30 sessions of
+# 50 searches each made a page of 265 KB that took 30 ms to render at 100 000 records.
+SESSION_SEARCHES = 10
 
 
 def _filter(request: Request) -> RecordFilter:
@@ -196,12 +199,20 @@ def purge_confirm(request: Request) -> Response:
 def sessions(request: Request) -> Response:
     ctx = context(request)
     store = ctx.memory.store
-    recent = store.recent_sessions(30)
+    wanted = request.query_params.get("id", "")
+    if wanted:  # one session, with every search it keeps
+        one = store.session(wanted)
+        recent = [one] if one else []
+        for state in recent:
+            state.searches = store.session_searches(state.id)
+    else:
+        recent = store.recent_sessions(30)
     titles = {r.hex: r for r in store.get_many({h for s in recent for h in (*s.reads, *s.notes)})}
     return ctx.render(
         "sessions.html",
         nav="sessions",
         sessions=recent,
+        shown=len(recent[0].searches) if wanted and recent else SESSION_SEARCHES,
         titles=titles,
         budget=ctx.memory.settings.read_budget,
         outcomes=OUTCOMES_EN,

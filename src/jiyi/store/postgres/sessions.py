@@ -90,15 +90,18 @@ class PgSessions:
             )
             ids = [row[0] for row in cur.fetchall()]
         found = [state for state in map(self.session, ids) if state is not None]
-        with self.db.cursor() as cur:
-            for state in found:
-                cur.execute(
-                    "SELECT at, query, hits FROM session_searches WHERE team_id = %s AND session_id = %s "
-                    "ORDER BY id DESC LIMIT %s",
-                    (self.team, state.id, base.SEARCHES_KEPT),
-                )
-                state.searches = [base.SearchMade(at, query, hits) for at, query, hits in cur.fetchall()]
+        for state in found:
+            state.searches = self.session_searches(state.id)
         return found
+
+    def session_searches(self, session_id: str, limit: int = base.SEARCHES_KEPT) -> list[base.SearchMade]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT at, query, hits FROM session_searches WHERE team_id = %s AND session_id = %s "
+                "ORDER BY id DESC LIMIT %s",
+                (self.team, session_id, limit),
+            )
+            return [base.SearchMade(at, query, hits) for at, query, hits in cur.fetchall()]
 
     def record_search(self, session_id: str, query: str, hits: int) -> None:
         with self.db.cursor() as cur:

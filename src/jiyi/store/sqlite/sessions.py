@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-from functools import partial
 
 from ...records import now
 from .. import base, closing
@@ -101,18 +100,17 @@ class SQLiteSessions(SQLiteConnection):
         sql = "SELECT id FROM sessions ORDER BY last_seen DESC, id LIMIT ?"
         ids = self._guard(lambda db: [row[0] for row in db.execute(sql, (limit,))])
         found = [state for state in map(self.session, ids) if state is not None]
-        searched = (
+        for state in found:
+            state.searches = self.session_searches(state.id)
+        return found
+
+    def session_searches(self, session_id: str, limit: int = base.SEARCHES_KEPT) -> list[base.SearchMade]:
+        sql = (
             "SELECT at, query, hits FROM session_searches INDEXED BY session_searches_by_session "
             "WHERE session_id = ? ORDER BY rowid DESC LIMIT ?"
         )
-
-        def searches(db: sqlite3.Connection, session_id: str) -> list[base.SearchMade]:
-            rows = db.execute(searched, (session_id, base.SEARCHES_KEPT)).fetchall()
-            return [base.SearchMade(at, query, hits) for at, query, hits in rows]
-
-        for state in found:
-            state.searches = self._guard(partial(searches, session_id=state.id))
-        return found
+        rows = self._guard(lambda db: db.execute(sql, (session_id, limit)).fetchall())
+        return [base.SearchMade(at, query, hits) for at, query, hits in rows]
 
     def record_search(self, session_id: str, query: str, hits: int) -> None:
         with self._write() as db:
