@@ -1,15 +1,20 @@
 """Screenshots of the review page for the docs: ``python bench/ui_screenshots.py`` writes
-docs/ui/{records,search,record,sessions,health,forgotten}.png.
+docs/ui/{records,search,record,sessions,health}.png in Chinese (the default locale) and the same
+under docs/ui/en/ in English.
 
 A store in a temporary JIYI_HOME with the tests' records (tests/ui/conftest.py: a revised note with
 replay runs, an automatic record waiting for confirmation, a hostile title) and a few more, served
 and shot with the browser tests' own setup (tests/ui/live.py: Debian's chromium through Playwright).
-English labels (``locale = "en"``): they need no CJK font on the machine that shoots.
+The Chinese ones need a CJK font on the machine that shoots (Debian: ``apt-get install
+fonts-noto-cjk``; not needed by the tests or CI). Each file is squeezed with ``optipng`` when it is
+installed (``apt-get install optipng``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,22 +36,30 @@ MORE = [
 
 
 def main() -> None:
-    home = tempfile.mkdtemp(prefix="jiyi-shots-")
-    os.environ.update(JIYI_HOME=home, JIYI_CONFIG_DIR=home + "/config", JIYI_LOCALE="en")
-    from tests.ui.conftest import populate
-    from tests.ui.live import browser, serving, unavailable
-
-    import jiyi
+    from tests.ui.live import unavailable
 
     if reason := unavailable():
         sys.exit(f"no screenshots: {reason}")
-    OUT.mkdir(parents=True, exist_ok=True)
+    for locale, out in (("zh", OUT), ("en", OUT / "en")):
+        shoot(locale, out)
+
+
+def shoot(locale: str, out: Path) -> None:
+    home = tempfile.mkdtemp(prefix=f"jiyi-shots-{locale}-")
+    os.environ.update(JIYI_HOME=home, JIYI_CONFIG_DIR=home + "/config", JIYI_LOCALE=locale)
+    from tests.ui.conftest import populate
+    from tests.ui.live import browser, serving
+
+    import jiyi
+
+    out.mkdir(parents=True, exist_ok=True)
     with jiyi.Memory(cwd=home) as memory:
         data = populate(memory)
         session = memory.session(session_id="writer-2")
         for title, kind, what in MORE:
             content = {"what": what, "why": "seen in CI", "where": "CI", "learned": title}
             session.note(title=title, type=kind, scope="global", content=content)
+            session.search(what)
         memory.store.mark(data.yaml.hex, "outdated", "PyYAML ships wheels for 3.13 now")
         with serving(memory) as (base, guard), browser(Path(home) / "profile", viewport=None) as context:
             page = context.new_page()
@@ -61,8 +74,11 @@ def main() -> None:
             }
             for name, path in shots.items():
                 page.goto(base + path)
-                page.screenshot(path=str(OUT / f"{name}.png"))
-                print(OUT / f"{name}.png")
+                target = out / f"{name}.png"
+                page.screenshot(path=str(target))
+                if shutil.which("optipng"):
+                    subprocess.run(["optipng", "-quiet", "-o2", str(target)], check=True)
+                print(target, target.stat().st_size)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from .project import Project, checkout_point, reproduction_at
 from .ranking import Hit, Query, rank
 from .records import NoteInput, Record, Reproduction, checked_by, new_hex, now
 from .session_link import OWN_PREFIX, live_session, own_id
+from .store.base import SEARCH_CHARS
 from .tools import formats, validation
 from .writing import as_revision, save
 
@@ -119,7 +120,11 @@ class Session:
             project_key=self.project.key,
             environment=self.env,
         )
-        return rank(store, q, limit=count, exclude_session=self.id, exclude_hexes=state.notes if state else ())
+        hits = rank(store, q, limit=count, exclude_session=self.id, exclude_hexes=state.notes if state else ())
+        # Kept for the review page's sessions, redacted as a note is (a query is often a pasted
+        # error, secrets and all), then cut: cut first, a secret's head could stay unrecognised.
+        store.record_search(self.id, redact(text)[:SEARCH_CHARS], len(hits))
+        return hits
 
     def read(self, ref: Any) -> ReadResult:
         prefix, hexid = validation.ref(ref)

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,3 +233,64 @@ def test_a_common_term_is_ranked_among_its_newest_matches_only(
 def test_the_hook_knows_how_many_schema_steps_there_are() -> None:
     # The fast path checks a store is current by this count, without importing the steps.
     assert len(migrations.MIGRATIONS) == statements.SCHEMA_STEPS
+
+
+def _steps(store: SQLiteStore, fn: Any) -> int:
+    """SQLite virtual machine steps (in hundreds) ``fn`` costs on ``store``'s connection."""
+    counted = [0]
+
+    def tick() -> int:
+        counted[0] += 1
+        return 0
+
+    store._guard(lambda db: db.set_progress_handler(tick, 100))
+    try:
+        fn()
+    finally:
+        store._guard(lambda db: db.set_progress_handler(None, 100))
+    return counted[0]
+
+
+def _many(store: SQLiteStore, count: int, **fields: Any) -> list[Record]:
+    stamp = now()
+    records = [
+        Record(
+            hex=new_hex(), title=f"record {i}", type="bugfix", scope="project",
+            what=f"ld: undefined symbol deflate {i}", why="why", where="where", learned="learned", project="app",
+            project_key=f"/k{i % 3}/app",
+            session_id="s", created=stamp, updated=f"2026-01-01T00:00:{i % 60:02d}.{i:06d}+00:00",
+        )
+        for i in range(count)
+    ]  # fmt: skip
+    store.write_many([(r, Revision(r.hex, 1, "s", r.created, "created", snapshot(r)), derive(r)) for r in records])
+    return records
+
+
+def test_a_projects_keys_cost_the_same_however_many_records_it_has(jiyi_home: Path) -> None:
+    # memory.project(name) pays this on every call: grouping all of a project's records took
+    # 200-500 ms at 100 000 records; from the index it is a few look-ups a key.
+    store = SQLiteStore(jiyi_home / "jiyi.db")
+    _many(store, 300)
+    few = _steps(store, lambda: store.project_keys("app"))
+    _many(store, 3000)
+    assert sorted(store.project_keys("app")) == ["/k0/app", "/k1/app", "/k2/app"]
+    many = _steps(store, lambda: store.project_keys("app"))
+    assert many <= few + 2, (few, many)
+    store.close()
+
+
+def test_a_text_filter_of_many_matches_pages_them_newest_first(
+    jiyi_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jiyi.store.sqlite import store as sqlite_store
+
+    store = SQLiteStore(jiyi_home / "jiyi.db")
+    records = _many(store, 30)
+    newest = sorted(records, key=lambda r: r.updated, reverse=True)
+    where = store_base.RecordFilter(text="deflate")
+    sorted_page = store.find_records(where, limit=5, offset=5)
+    monkeypatch.setattr(sqlite_store, "_SORT_MATCHES", 10)  # as many matches as found by walking
+    walked_page = store.find_records(where, limit=5, offset=5)
+    for found, total in (sorted_page, walked_page):
+        assert ([r.hex for r in found], total) == ([r.hex for r in newest[5:10]], 30)
+    store.close()

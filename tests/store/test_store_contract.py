@@ -612,12 +612,9 @@ def test_filtered_listing_and_its_count(store: Store) -> None:
     assert titles(project="a") == ["auto one", "Link zlib"]
     assert titles(origin="local_auto") == ["auto confirmed", "auto one"]
     assert titles(unconfirmed=True) == ["auto one"]
-    assert titles(text="LINK ZLIB") == ["Link zlib"]
-    assert titles(text="100%_s") == ["Use tabs"]
-    assert titles(text="100%x") == [] and titles(text="0_") == []  # LIKE's wildcards are text
     assert titles(forgotten=True) == ["gone"]
     flt = store_base.RecordFilter()
-    for where in (flt, store_base.RecordFilter(text="e")):  # with a text filter too
+    for where in (flt, store_base.RecordFilter(text="link")):  # with a text filter too
         found, total = store.find_records(where, limit=2, offset=1)
         assert ([r.title for r in found], total) == (["auto one", "Use tabs"], 4)
     store.mark(auto.hex, "outdated", "")
@@ -627,6 +624,29 @@ def test_filtered_listing_and_its_count(store: Store) -> None:
     store.unmark(auto.hex, "wrong")
     store.approve(auto.hex)
     assert titles(unconfirmed=True) == []
+
+
+def test_a_text_filter_keeps_the_records_holding_its_words(store: Store) -> None:
+    # Words as search derives them, from the full-text index: not a substring of the text.
+    put(store, made("Link zlib", what="ld: undefined symbol deflate"))
+    put(store, made("Use tabs", type="decision", what="tabs 100%_sure", why="Ошибка: не найден 链接时出错"))
+    put(store, made("Zlib again", what="zlib again"))
+    gone = put(store, made("gone zlib", what="forgotten text"))
+    store.forget(gone.hex)
+
+    def titles(text: str, **where: Any) -> list[str]:
+        found, total = store.find_records(store_base.RecordFilter(text=text, **where))
+        assert total == len(found)
+        return sorted(r.title for r in found)
+
+    assert titles("DEFLATE link") == ["Link zlib"]  # every word, any case, in any order
+    assert titles("zlib") == ["Link zlib", "Zlib again"]
+    assert titles("lin") == [] and titles("zl") == []  # part of a word is no word
+    assert titles("100 sure") == ["Use tabs"] and titles("100%x") == []
+    assert titles("ошибка") == ["Use tabs"] and titles("链接") == ["Use tabs"]  # folded; CJK bigrams
+    assert titles("the") == [] and titles("%_") == []  # nothing the index keeps: nothing
+    assert titles("zlib", type="decision") == []
+    assert titles("zlib", forgotten=True) == ["gone zlib"] and titles("deflate", forgotten=True) == []
 
 
 def test_a_persons_mark_reads_as_a_mark_and_is_taken_back(store: Store) -> None:
@@ -646,6 +666,21 @@ def test_a_persons_mark_reads_as_a_mark_and_is_taken_back(store: Store) -> None:
     assert [h.record.hex for h in rank(store, Query(text="ld: undefined symbol deflate"), limit=5)] == [record.hex]
     store.purge(record.hex)
     assert store.human_marks(record.hex) == []
+
+
+def test_a_sessions_latest_searches_are_kept_within_the_bound(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_base, "SEARCHES_KEPT", 3)
+    store.touch_session("s1", "key", "name")
+    store.touch_session("s2", "key", "name")
+    for i in range(5):
+        store.record_search("s1", f"query {i} " + "x" * 1000, i)
+    store.record_search("s2", "other", 0)
+    found = {s.id: s.searches for s in store.recent_sessions()}
+    assert [(q.query[:7], q.hits) for q in found["s1"]] == [("query 4", 4), ("query 3", 3), ("query 2", 2)]
+    assert {len(q.query) for q in found["s1"]} == {store_base.SEARCH_CHARS} and found["s1"][0].at
+    assert [q.query for q in found["s2"]] == ["other"]
+    assert store.session("s1").searches == []  # type: ignore[union-attr]  # each tool call reads none
+    assert store.session_searches("s1", limit=2) == found["s1"][:2] and store.session_searches("none") == []
 
 
 def test_recent_sessions_the_latest_first(store: Store) -> None:

@@ -4,7 +4,9 @@ every action changing what ``memory_search`` returns."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -173,6 +175,38 @@ def test_the_record_page_reads_it_whole_without_spending_a_read_budget(
     assert "https://example.com/zlib-port.git" in page
 
 
+def test_a_record_page_says_the_team_server_is_unreachable_and_still_answers(
+    client: TestClient, memory: jiyi.Memory, data: Data, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ..team_helpers import dead_url
+
+    monkeypatch.setattr(memory, "settings", memory.settings.replace(team_url=dead_url(), team_token="jiyi_x"))
+    started = time.monotonic()
+    answer = client.get(f"/records/{data.zlib.id}")
+    assert answer.status_code == 200 and data.zlib.title in answer.text
+    assert "团队服务器无法连接" in answer.text and time.monotonic() - started < 10
+    assert "团队服务器" not in client.get(f"/records/{data.yaml.id}").text  # no runs to ask about
+
+
+@pytest.mark.postgres
+def test_a_record_page_shows_the_team_servers_replay_runs(
+    client: TestClient, memory: jiyi.Memory, data: Data, url: str, db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jiyi.store.postgres.team import TeamStore
+    from jiyi.transfer import record_to_json
+
+    token = db.create_token("alpha", "alice")
+    team = TeamStore(db, db.team_id("alpha"))
+    team.merge_pushed(record_to_json(memory.store, data.zlib), "alice")
+    team.add_verification(data.zlib.hex, passed=True, how="replay", environment="os=linux", detail="", runner="ci-1")
+    team.add_verification(data.zlib.hex, passed=False, how="replay", environment="os=darwin", detail="", runner="ci-2")
+    monkeypatch.setattr(memory, "settings", memory.settings.replace(team_url=url, team_token=token))
+    page = client.get(f"/records/{data.zlib.id}").text
+    runs = page.split('id="team-runs"')[1].split("</table>")[0]
+    assert "os=linux" in runs and "ci-1" in runs and "os=darwin" in runs and "ci-2" in runs
+    assert runs.count('class="passed"') == 1 and runs.count('class="failed"') == 1
+
+
 def test_the_sessions_page_shows_reads_against_the_budget_and_the_last_failure(
     client: TestClient, memory: jiyi.Memory, data: Data
 ) -> None:
@@ -183,6 +217,27 @@ def test_the_sessions_page_shows_reads_against_the_budget_and_the_last_failure(
     assert "undefined symbol inflate" in reader
     writer = page.split("<code>writer-1</code>")[1].split("</article>")[0]
     assert data.yaml.title in writer
+
+
+def test_the_sessions_page_shows_what_each_session_searched_redacted(
+    client: TestClient, memory: jiyi.Memory, data: Data
+) -> None:
+    session = memory.session(session_id="searcher-1")
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    session.search(ZLIB_QUERY)
+    session.search(f"git push failed: token {secret} {HOSTILE}")
+    page = client.get("/sessions").text
+    searcher = page.split("<code>searcher-1</code>")[1].split("</article>")[0]
+    assert ZLIB_QUERY in searcher and "1 条结果" in searcher  # with its hits
+    assert secret not in page and HOSTILE not in page and "&lt;img src=x" in searcher  # redacted, escaped
+    assert searcher.index("git push failed") < searcher.index(ZLIB_QUERY)  # the latest first
+    for n in range(12):
+        session.search(f"query number {n}")
+    searcher = client.get("/sessions").text.split("<code>searcher-1</code>")[1].split("</article>")[0]
+    assert "query number 11" in searcher and "query number 2" in searcher and "query number 1<" not in searcher
+    assert ZLIB_QUERY not in searcher and 'href="/sessions?id=searcher-1"' in searcher  # the latest 10, then a link
+    whole = client.get("/sessions?id=searcher-1").text
+    assert "query number 0" in whole and ZLIB_QUERY in whole and "<code>reader-1</code>" not in whole
 
 
 def test_the_health_page_says_what_doctor_says(client: TestClient, memory: jiyi.Memory) -> None:

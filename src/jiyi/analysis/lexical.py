@@ -176,6 +176,12 @@ def match_expression(query_terms: Iterable[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in query_terms)
 
 
+def match_all(query_terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression asking for every one of the terms (the review page's text filter),
+    each quoted as in ``match_expression``."""
+    return " AND ".join('"' + t.replace('"', '""') + '"' for t in query_terms)
+
+
 def idf(doc_count: int, total: int) -> float:
     return math.log(1.0 + (total - doc_count + 0.5) / (doc_count + 0.5))
 

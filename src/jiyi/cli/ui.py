@@ -11,8 +11,10 @@ from ..errors import code_line
 from . import _locale
 from .common import opened
 
-EXTRA = "jiyi ui needs the ui extra: pip install 'jiyi[ui]'"
-EXTRA_ZH = "jiyi ui 需要 ui 扩展：pip install 'jiyi[ui]'"
+# The page's libraries are jiyi's own dependencies; an install that lost one is told which.
+PACKAGES = {"starlette": "starlette", "uvicorn": "uvicorn", "jinja2": "jinja2", "multipart": "python-multipart"}
+EXTRA = "jiyi ui needs {names}, which jiyi installs: pip install {names}"
+EXTRA_ZH = "jiyi ui 缺少 {names}（jiyi 本应一并安装）：pip install {names}"
 
 
 @click.command("ui")
@@ -23,10 +25,10 @@ def ui_command(host: str, port: int, no_browser: bool) -> None:
     """Review and curate memory in a browser: the records (automatic ones waiting for confirmation
     first), a search with its nine signals, each record with its revisions, marks and replay runs,
     recent sessions and health. Prints the page's link with a token for this launch only."""
-    missing = [m for m in ("starlette", "uvicorn", "jinja2", "multipart") if importlib.util.find_spec(m) is None]
+    missing = [p for m, p in PACKAGES.items() if importlib.util.find_spec(m) is None]
     if missing:
         locale = _locale()
-        click.echo(EXTRA if locale == "en" else EXTRA_ZH, err=True)
+        click.echo((EXTRA if locale == "en" else EXTRA_ZH).format(names=" ".join(missing)), err=True)
         click.echo(code_line("E_UNAVAILABLE", locale), err=True)
         sys.exit(1)
     from ..ui.serve import serve

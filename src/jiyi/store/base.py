@@ -32,6 +32,10 @@ COMMON_SAMPLE = 4
 # took 55 ms to rank in full on SQLite, a term on 61 000 of them 370 ms on PostgreSQL; bench/scale.py,
 # bench/team_scale.py).
 TERM_SCAN = 2000
+# What a session's searches keep (``Store.record_search``): the latest this many, each query cut to
+# this many characters.
+SEARCHES_KEPT = 50
+SEARCH_CHARS = 300
 # What a purge deletes by the record's hex besides the record row and the marks it made or got
 # (``relations``); a backend adds the tables only it has.
 PURGED_TABLES = (
@@ -70,6 +74,16 @@ def write_values(record: Record, derived: Derived | None, encode: Callable[[Any]
     )  # fmt: skip
 
 
+def latest_keys(seen: Iterable[tuple[str, str]]) -> list[str]:
+    """The keys of (project key, last seen) pairs, each once, the most recently seen first, the
+    empty key left out (``Store.project_keys``)."""
+    latest: dict[str, str] = {}
+    for key, at in seen:
+        if key and (key not in latest or at > latest[key]):
+            latest[key] = at
+    return sorted(latest, key=lambda k: latest[k], reverse=True)
+
+
 @dataclass
 class SessionState:
     id: str
@@ -86,6 +100,19 @@ class SessionState:
     notes: list[str] = field(default_factory=list)  # record hexes written or revised
     last_command: str | None = None  # the command of the last failure, when its tool had one
     last_checkout: str | None = None  # where it failed in git terms (``git_head.failure_point``)
+    # What it searched, the latest first: filled by ``recent_sessions`` only (the review page), not
+    # by ``session``, which every tool call reads.
+    searches: list[SearchMade] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SearchMade:
+    """One ``memory_search`` of a session (``Store.record_search``): the query as kept (redacted,
+    cut to ``SEARCH_CHARS``), when, and how many hits it had."""
+
+    at: str
+    query: str
+    hits: int
 
 
 @dataclass(frozen=True)
@@ -113,7 +140,9 @@ class Resolved:
 @dataclass(frozen=True)
 class RecordFilter:
     """Which records a listing shows (``Store.find_records``, the review page): each field set
-    narrows it; ``text`` is a case-insensitive substring of the title or the content."""
+    narrows it; ``text`` keeps the records holding all of its words, words as search derives them
+    (``analysis.lexical.terms``: case and accents folded, CJK as bigrams), looked up in the
+    full-text index, not a substring scan (143 ms at 100 000 records, bench/ui_pages.py)."""
 
     type: str | None = None
     scope: str | None = None
@@ -125,12 +154,23 @@ class RecordFilter:
     # has marked wrong either: what still waits for a decision.
     unconfirmed: bool = False
 
-    def like(self) -> str | None:
-        """``text`` as a LIKE pattern (escape character ``\\``), None without one."""
+    def words(self) -> list[str]:
+        """The terms ``text`` asks for, each once; empty without a text, or when it holds no word
+        the index keeps (only stopwords or punctuation): such a filter lets nothing through."""
         if not self.text:
-            return None
-        escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return f"%{escaped}%"
+            return []
+        from ..analysis.lexical import unique_terms
+
+        return unique_terms(self.text)
+
+
+def holds_words(words: list[str], title: str, what: str, why: str, where: str, learned: str) -> bool:
+    """Whether a record's text holds every one of ``words``, as its index would: for the forgotten
+    records, which the full-text index no longer holds."""
+    from ..analysis.indexing import lexical_index
+
+    indexed = set(" ".join(lexical_index(title, what, why, where, learned)).split())
+    return all(w in indexed for w in words)
 
 
 # What "waiting for confirmation" is in SQL (``capture/curation.unconfirmed``; the outbox says the
@@ -138,9 +178,6 @@ class RecordFilter:
 UNCONFIRMED_SQL = (
     "(origin = 'local_auto' AND coalesce(topic_key, '') LIKE 'auto/%' AND sources < 2 AND used_success < 1)"
 )
-# The columns a text filter looks in, joined (SQLite's LIKE ignores ASCII case, PostgreSQL's ILIKE
-# any; a lower() around it cost SQLite 90 of 240 ms at 100 000 records).
-FILTER_TEXT_SQL = "(title || ' ' || what || ' ' || why || ' ' || loc || ' ' || learned)"
 
 
 @dataclass(frozen=True)
@@ -382,6 +419,15 @@ class Store(ABC):
     @abstractmethod
     def recent_sessions(self, limit: int = 20) -> list[SessionState]:
         """The sessions seen last, the latest first."""
+
+    @abstractmethod
+    def session_searches(self, session_id: str, limit: int = SEARCHES_KEPT) -> list[SearchMade]:
+        """What the session searched, the latest first (``recent_sessions`` fills them in too)."""
+
+    @abstractmethod
+    def record_search(self, session_id: str, query: str, hits: int) -> None:
+        """Keep that the session searched ``query`` (redacted and cut by the caller) and got
+        ``hits``; only its latest ``SEARCHES_KEPT`` searches are kept."""
 
     @abstractmethod
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import JiyiError
+from ..errors import JiyiError, NotFound
 from ..ranking import WEIGHTS, Query, rank
 from ..records import ORIGIN_LABELS, OUTCOMES_EN, SCOPES, TYPES, Record, split_ref
 from ..store.base import RecordFilter
@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 
 PAGE = 50
 INBOX = 20
+# How long a record's page waits for the team server's replay runs before it says the server is
+# unreachable (``jiyi show`` waits the client's 15 s; a page should not).
+TEAM_SECONDS = 2.0
+# Searches shown a session on /sessions (the latest; /sessions?id=… shows all it keeps): 30 sessions of
+# 50 searches each made a page of 265 KB that took 30 ms to render at 100 000 records.
+SESSION_SEARCHES = 10
 
 
 def _filter(request: Request) -> RecordFilter:
@@ -138,6 +144,7 @@ def record(request: Request) -> Response:
         diffs.append((rev, list(diff)[2:] if before else after))
         before = after
     verification = found.verification
+    team_runs, team_note = _team_runs(ctx, found)
     return ctx.render(
         "record.html",
         nav="",
@@ -149,7 +156,29 @@ def record(request: Request) -> Response:
         failed=(verification.tries - verification.passed) if verification else 0,
         unconfirmed=_unconfirmed(found),
         origin_label=found.origin_label_in(ctx.locale),
+        team_runs=team_runs,
+        team_note=team_note,
     )
+
+
+def _team_runs(ctx: Context, found: Record) -> tuple[list[dict[str, Any]], str | None]:
+    """The team server's replay runs of a team record (what ``jiyi show`` asks: GET
+    /v1/verify/<hex>), and what to say instead when it cannot tell: never a failed page."""
+    settings = ctx.memory.settings
+    if not settings.team or not (found.remote or found.verification):
+        return [], None
+    t = labels(ctx.locale)
+    try:
+        from ..team.client.http import TeamClient
+    except ImportError:
+        return [], t["team_extra_missing"]
+    try:
+        with TeamClient(str(settings.team_url), str(settings.team_token), timeout=TEAM_SECONDS) as client:
+            return client.verifications(found.hex), None
+    except NotFound:
+        return [], t["team_no_record"]
+    except JiyiError:
+        return [], t["team_unreachable"]
 
 
 def _unconfirmed(found: Record) -> bool:
@@ -170,12 +199,20 @@ def purge_confirm(request: Request) -> Response:
 def sessions(request: Request) -> Response:
     ctx = context(request)
     store = ctx.memory.store
-    recent = store.recent_sessions(30)
+    wanted = request.query_params.get("id", "")
+    if wanted:  # one session, with every search it keeps
+        one = store.session(wanted)
+        recent = [one] if one else []
+        for state in recent:
+            state.searches = store.session_searches(state.id)
+    else:
+        recent = store.recent_sessions(30)
     titles = {r.hex: r for r in store.get_many({h for s in recent for h in (*s.reads, *s.notes)})}
     return ctx.render(
         "sessions.html",
         nav="sessions",
         sessions=recent,
+        shown=len(recent[0].searches) if wanted and recent else SESSION_SEARCHES,
         titles=titles,
         budget=ctx.memory.settings.read_budget,
         outcomes=OUTCOMES_EN,

@@ -417,6 +417,53 @@ migration(
 )
 
 
+# sqlite migrations.m014: a project's distinct keys from an index (``Store.project_keys``).
+migration(
+    "m014_project_keys",
+    """
+    CREATE INDEX records_project_keys ON records (team_id, project, project_key, updated) WHERE NOT forgotten;
+    """,
+)
+
+
+# sqlite migrations.m015: what a session searched (``Store.record_search``), the last few a session.
+migration(
+    "m015_session_searches",
+    """
+    CREATE TABLE session_searches (
+        id bigserial PRIMARY KEY,
+        team_id bigint NOT NULL,
+        session_id text NOT NULL,
+        at text NOT NULL,
+        query text NOT NULL,
+        hits integer NOT NULL
+    );
+    CREATE INDEX session_searches_by_session ON session_searches (team_id, session_id, id);
+    """,
+)
+
+
+# The team server's refused requests (``team/server/refusals.py``), counted in memory and written
+# a row per (team, kind, who) at most every few seconds: a flood is one row's count, not a write
+# a request. team_id 0: refused before any team was known (a bad token, by address).
+migration(
+    "m016_refusals",
+    """
+    CREATE TABLE refusals (
+        team_id bigint NOT NULL,
+        kind text NOT NULL,
+        who text NOT NULL,
+        detail text NOT NULL,
+        count bigint NOT NULL,
+        first_at text NOT NULL,
+        last_at text NOT NULL,
+        PRIMARY KEY (team_id, kind, who)
+    );
+    CREATE INDEX refusals_latest ON refusals (last_at);
+    """,
+)
+
+
 def recorded(conn: psycopg.Connection[Any]) -> list[str]:
     """The names ``conn``'s schema (its search_path) recorded, in the order applied; none without
     a ``_migrations``. Reads only."""

@@ -12,7 +12,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ...records import now
-from .. import closing
+from .. import base, closing
 from ..base import Resolved, SessionState
 from .database import Cursor, PgDatabase
 
@@ -22,15 +22,20 @@ class PgSessions:
     team: int
 
     def project_keys(self, name: str) -> list[str]:
+        # As SQLite's: the distinct keys skipping through records_project_keys (m014), then each one's
+        # latest update, instead of grouping every record of the project.
         with self.db.cursor() as cur:
             cur.execute(
-                "SELECT key FROM (SELECT project_key AS key, max(updated) AS seen FROM records "
-                "WHERE team_id = %s AND project = %s AND NOT forgotten GROUP BY project_key UNION ALL "
-                "SELECT project_key, max(last_seen) FROM sessions WHERE team_id = %s AND project = %s "
-                "GROUP BY project_key) AS k WHERE key <> '' GROUP BY key ORDER BY max(seen) DESC",
-                (self.team, name, self.team, name),
+                "WITH RECURSIVE keys(key) AS (SELECT min(project_key) FROM records WHERE team_id = %(t)s "
+                "AND project = %(n)s AND NOT forgotten UNION ALL SELECT (SELECT min(project_key) FROM records "
+                "WHERE team_id = %(t)s AND project = %(n)s AND NOT forgotten AND project_key > key) FROM keys "
+                "WHERE key IS NOT NULL) SELECT key, (SELECT max(updated) FROM records WHERE team_id = %(t)s "
+                "AND project = %(n)s AND NOT forgotten AND project_key = key) FROM keys WHERE key IS NOT NULL "
+                "UNION ALL SELECT project_key, max(last_seen) FROM sessions WHERE team_id = %(t)s "
+                "AND project = %(n)s GROUP BY project_key",
+                {"t": self.team, "n": name},
             )
-            return [str(r[0]) for r in cur.fetchall()]
+            return base.latest_keys(cur.fetchall())
 
     def touch_session(self, session_id: str, project_key: str, project: str) -> None:
         stamp = now()
@@ -84,7 +89,33 @@ class PgSessions:
                 "SELECT id FROM sessions WHERE team_id = %s ORDER BY last_seen DESC, id LIMIT %s", (self.team, limit)
             )
             ids = [row[0] for row in cur.fetchall()]
-        return [state for state in map(self.session, ids) if state is not None]
+        found = [state for state in map(self.session, ids) if state is not None]
+        for state in found:
+            state.searches = self.session_searches(state.id)
+        return found
+
+    def session_searches(self, session_id: str, limit: int = base.SEARCHES_KEPT) -> list[base.SearchMade]:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "SELECT at, query, hits FROM session_searches WHERE team_id = %s AND session_id = %s "
+                "ORDER BY id DESC LIMIT %s",
+                (self.team, session_id, limit),
+            )
+            return [base.SearchMade(at, query, hits) for at, query, hits in cur.fetchall()]
+
+    def record_search(self, session_id: str, query: str, hits: int) -> None:
+        with self.db.cursor() as cur:
+            cur.execute(
+                "INSERT INTO session_searches (team_id, session_id, at, query, hits) VALUES (%s, %s, %s, %s, %s)",
+                (self.team, session_id, now(), query[: base.SEARCH_CHARS], hits),
+            )
+            # The oldest beyond the bound go, from the (team, session, id) index.
+            cur.execute(
+                "DELETE FROM session_searches WHERE team_id = %(t)s AND session_id = %(s)s AND id <= "
+                "(SELECT id FROM session_searches WHERE team_id = %(t)s AND session_id = %(s)s "
+                "ORDER BY id DESC LIMIT 1 OFFSET %(k)s)",
+                {"t": self.team, "s": session_id, "k": base.SEARCHES_KEPT},
+            )
 
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
         with self.db.cursor() as cur:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg.types.json import Jsonb
 
 from ...records import Record, Revision, now
-from ..base import FILTER_TEXT_SQL, PURGED_TABLES, UNCONFIRMED_SQL, HumanMark, RecordFilter, Store
+from ..base import PURGED_TABLES, UNCONFIRMED_SQL, HumanMark, RecordFilter, Store, holds_words
 from .database import Cursor, Member, PgDatabase, Team
 from .lexical import PgLexical
 from .rows import PUT_AUTHORED_SQL, PUT_SQL, SELECT, record_row, row_record
@@ -281,14 +281,31 @@ class PgStore(PgLexical, PgSessions, Store):
                 "NOT EXISTS (SELECT 1 FROM human_marks h WHERE h.team_id = r.team_id AND h.hex = r.hex "
                 "AND h.relation = 'wrong')"
             )
-        like = where.like()
-        if like is not None:
-            clauses.append(f"{FILTER_TEXT_SQL} ILIKE %s ESCAPE '\\'")
-            params.append(like)
+        words = where.words()
+        if words and not where.forgotten:  # forgotten records left the index (tsv is NULL)
+            from .search import lexeme
+
+            clauses.append("tsv @@ %s::tsquery")
+            params.append(" & ".join(lexeme(w) for w in words))
         return " AND ".join(clauses), params
 
     def find_records(self, where: RecordFilter, *, limit: int = 50, offset: int = 0) -> tuple[list[Record], int]:
+        words = where.words()
+        if where.text and not words:
+            return [], 0  # no word the index keeps: nothing holds it
         sql, params = self._filtered(where)
+        if words and where.forgotten:
+            # The forgotten ones' few are derived again here (``holds_words``).
+            with self.reading() as cur:
+                cur.execute(
+                    f"SELECT hex, title, what, why, loc, learned FROM records r WHERE team_id = %s AND {sql} "
+                    "ORDER BY updated DESC, rid DESC",
+                    (self.team, *params),
+                )
+                matched = [row[0] for row in cur.fetchall() if holds_words(words, *row[1:])]
+            chosen = matched[offset : offset + limit]
+            by_hex = {r.hex: r for r in self._select("hex = ANY(%s)", (chosen,))}
+            return [by_hex[h] for h in chosen], len(matched)
         found = self._select(sql, [*params, limit, offset], "ORDER BY updated DESC, rid DESC LIMIT %s OFFSET %s")
         with self.db.cursor() as cur:
             cur.execute(f"SELECT count(*) FROM records r WHERE team_id = %s AND {sql}", (self.team, *params))

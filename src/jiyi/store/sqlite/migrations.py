@@ -403,6 +403,33 @@ def m013_review_page(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m014_project_keys(db: sqlite3.Connection) -> None:
+    # ``Store.project_keys`` (``memory.project(name)``) grouped every live record of a project:
+    # 200-500 ms at 100 000 records of one project. From this index its distinct keys are a few
+    # look-ups each, and the latest update of each one more.
+    _run(db, "CREATE INDEX records_project_keys ON records(project, project_key, updated) WHERE forgotten = 0;")
+
+
+@migration
+def m015_session_searches(db: sqlite3.Connection) -> None:
+    # What a session searched (``Store.record_search``): the query as redacted and cut, when, and
+    # how many hits; the review page's sessions show them. The last ``base.SEARCHES_KEPT`` a
+    # session, found newest first from the index (rowid is the order written).
+    _run(
+        db,
+        """
+        CREATE TABLE session_searches (
+            session_id TEXT NOT NULL,
+            at TEXT NOT NULL,
+            query TEXT NOT NULL,
+            hits INTEGER NOT NULL
+        );
+        CREATE INDEX session_searches_by_session ON session_searches(session_id);
+        """,
+    )
+
+
 def recorded(db: sqlite3.Connection) -> list[str]:
     """The names ``db``'s ``_migrations`` holds, in the order applied; none without the table."""
     if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ...records import now
-from .. import closing
+from .. import base, closing
 from ..base import Resolved, SessionState
 from .connection import SQLiteConnection
 from .statements import MAX_ATTEMPTS, record_edits, resolve_in, set_failure
@@ -46,12 +46,22 @@ class SQLiteSessions(SQLiteConnection):
         return str(row[0]) if row else None
 
     def project_keys(self, name: str) -> list[str]:
-        sql = (
-            "SELECT key FROM (SELECT project_key AS key, max(updated) AS seen FROM records WHERE project = ? "
-            "AND forgotten = 0 GROUP BY project_key UNION ALL SELECT project_key, max(last_seen) FROM sessions "
-            "WHERE project = ? GROUP BY project_key) WHERE key != '' GROUP BY key ORDER BY max(seen) DESC"
+        # The distinct keys one index look-up each, skipping from one to the next (records_project_keys,
+        # m014), then each key's latest update one more: grouping every record of the project took
+        # 200-500 ms at 100 000 records.
+        records = (
+            "WITH RECURSIVE keys(key) AS (SELECT min(project_key) FROM records WHERE project = ?1 AND forgotten = 0 "
+            "UNION ALL SELECT (SELECT min(project_key) FROM records WHERE project = ?1 AND forgotten = 0 "
+            "AND project_key > key) FROM keys WHERE key IS NOT NULL) "
+            "SELECT key, (SELECT max(updated) FROM records WHERE project = ?1 AND forgotten = 0 AND project_key = key) "
+            "FROM keys WHERE key IS NOT NULL"
         )
-        return [str(r[0]) for r in self._guard(lambda db: db.execute(sql, (name, name)).fetchall())]
+        sessions = "SELECT project_key, max(last_seen) FROM sessions WHERE project = ? GROUP BY project_key"
+
+        def run(db: sqlite3.Connection) -> list[tuple[str, str]]:
+            return [*db.execute(records, (name,)), *db.execute(sessions, (name,))]
+
+        return base.latest_keys(self._guard(run))
 
     def touch_session(self, session_id: str, project_key: str, project: str) -> None:
         stamp = now()
@@ -89,7 +99,31 @@ class SQLiteSessions(SQLiteConnection):
     def recent_sessions(self, limit: int = 20) -> list[SessionState]:
         sql = "SELECT id FROM sessions ORDER BY last_seen DESC, id LIMIT ?"
         ids = self._guard(lambda db: [row[0] for row in db.execute(sql, (limit,))])
-        return [state for state in map(self.session, ids) if state is not None]
+        found = [state for state in map(self.session, ids) if state is not None]
+        for state in found:
+            state.searches = self.session_searches(state.id)
+        return found
+
+    def session_searches(self, session_id: str, limit: int = base.SEARCHES_KEPT) -> list[base.SearchMade]:
+        sql = (
+            "SELECT at, query, hits FROM session_searches INDEXED BY session_searches_by_session "
+            "WHERE session_id = ? ORDER BY rowid DESC LIMIT ?"
+        )
+        rows = self._guard(lambda db: db.execute(sql, (session_id, limit)).fetchall())
+        return [base.SearchMade(at, query, hits) for at, query, hits in rows]
+
+    def record_search(self, session_id: str, query: str, hits: int) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO session_searches (session_id, at, query, hits) VALUES (?, ?, ?, ?)",
+                (session_id, now(), query[: base.SEARCH_CHARS], hits),
+            )
+            # The oldest beyond the bound go, from the index (rowid is the order written).
+            db.execute(
+                "DELETE FROM session_searches WHERE session_id = ?1 AND rowid <= (SELECT rowid FROM session_searches "
+                "INDEXED BY session_searches_by_session WHERE session_id = ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2)",
+                (session_id, base.SEARCHES_KEPT),
+            )
 
     def take_read(self, session_id: str, hexid: str, wanted: int, budget: int) -> int:
         with self._write() as db:

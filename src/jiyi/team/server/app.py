@@ -26,6 +26,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -52,6 +53,7 @@ from .limits import (
     authenticate,
     read_body,
 )
+from .refusals import FLUSH_SECONDS, NO_TEAM, Refusals, kind_of
 
 log = logging.getLogger("jiyi.team")
 T = TypeVar("T")
@@ -145,18 +147,30 @@ def create_app(
     body_seconds: float = BODY_SECONDS,
     lifespan: Callable[[Starlette], Any] | None = None,
     operator_token: str | None = None,
+    refusal_seconds: float = FLUSH_SECONDS,
 ) -> Starlette:
     """The app over ``db`` (the primary), the ``READ_ROUTES`` reading ``read_db`` when given; with
     ``operator_token``, the operator's page at ``/ui`` (``operator``)."""
     buckets = Buckets(rate_per_minute)
     failures = Failures(failed_per_minute)
+    refusals = Refusals(db, seconds=refusal_seconds)
     reader = read_db or db
 
     async def blocking(fn: Callable[[], T]) -> T:
         return await run_in_threadpool(fn)
 
     async def member_of(request: Request) -> Member:
-        return await authenticate(request, db, buckets, failures)
+        request.state.member = found = await authenticate(request, db, buckets, failures)
+        return found
+
+    def refused(request: Request, kind: str, detail: str, count: int = 1) -> None:
+        """Count a refusal for the operator's page (``refusals``): by member once the token was
+        good, by the client's address before."""
+        member: Member | None = getattr(request.state, "member", None)
+        address = request.client.host if request.client else ""
+        team, who = (member.team_id, member.name) if member else (NO_TEAM, address)
+        if refusals.note(team, kind, who, detail, count):
+            request.state.flush_refusals = True
 
     async def body_of(request: Request) -> Any:
         return await read_body(request, max_body, body_seconds)
@@ -164,9 +178,15 @@ def create_app(
     def endpoint(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
             try:
-                return JSONResponse(await fn(request))
+                response = JSONResponse(await fn(request))
             except JiyiError as exc:
-                return _error_response(exc)
+                response = _error_response(exc)
+                kind = kind_of(exc)
+                if kind is not None:
+                    refused(request, kind, f"{request.method} {request.url.path}")
+            if getattr(request.state, "flush_refusals", False):  # after the answer has gone
+                response.background = BackgroundTask(refusals.flush)
+            return response
 
         return run
 
@@ -201,6 +221,8 @@ def create_app(
             return answer
 
         answer = await blocking(merge)
+        if answer[REFUSED]:
+            refused(request, "refused revision", "rr_" + ", rr_".join(answer[REFUSED][:3]), len(answer[REFUSED]))
         log.info(
             "push %s/%s machine=%s: %d records (%d refused)",
             member.team,
@@ -244,6 +266,8 @@ def create_app(
             return answer
 
         answer = await blocking(run)
+        if answer[REFUSED]:
+            refused(request, "refused forget", "rr_" + ", rr_".join(answer[REFUSED][:3]), len(answer[REFUSED]))
         purged = sum(p for _, p in wanted)
         log.info(
             "forget %s/%s: %d records (%d purged, %d refused)",
@@ -356,7 +380,7 @@ def create_app(
     if operator_token:
         from .operator import page
 
-        routes.append(Route("/ui", page(db, operator_token), methods=["GET"]))
+        routes.append(Route("/ui", page(db, operator_token, refusals), methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.db, app.state.read_db = db, read_db  # the pools, for a lifespan or a look at their stats
     return app

@@ -2,7 +2,8 @@
 
 ``jiyi team serve --operator-token`` (or ``JIYI_TEAM_OPERATOR_TOKEN``) turns it on; without one the
 route does not exist. It only reads: the teams with their records (live and forgotten), their members
-and live tokens, the replay runs (passed and failed) and the latest changes pushed, by whom. What
+and live tokens, the replay runs (passed and failed), the latest changes pushed, by whom, and the
+latest refusals (``refusals``: bad tokens by address, 403s, refused revisions, 413s and 429s). What
 changes the team (tokens, forgetting a record) stays with ``jiyi team admin`` on the database.
 
 The token, given once as ``/ui?token=…``, becomes an HttpOnly, SameSite=Strict cookie scoped to
@@ -21,6 +22,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 if TYPE_CHECKING:
     from ...store.postgres.database import PgDatabase
+    from .refusals import Refusals
 
 COOKIE = "jiyi_operator"
 RECENT = 30
@@ -78,6 +80,13 @@ def overview(db: PgDatabase) -> dict[str, list[tuple[Any, ...]]]:
         }
 
 
+def _read(db: PgDatabase, refusals: Refusals) -> dict[str, list[tuple[Any, ...]]]:
+    from .refusals import recent
+
+    refusals.flush()
+    return {**overview(db), "refusals": recent(db, RECENT)}
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "—"
@@ -94,6 +103,21 @@ def render(data: dict[str, list[tuple[Any, ...]]]) -> str:
     def verdict(passed: bool) -> str:
         return '<span class="passed">passed</span>' if passed else '<span class="failed">failed</span>'
 
+    refused = _table(
+        ["last", "team", "refused", "who", "times", "last request", "first"],
+        [
+            [
+                _cell(last),
+                _cell(team or "(no team)"),
+                _cell(kind),
+                _cell(who),
+                _cell(count),
+                _cell(detail),
+                _cell(first),
+            ]
+            for last, team, kind, who, count, detail, first in data["refusals"]
+        ],
+    )
     teams = _table(
         ["id", "team", "created", "records", "forgotten", "replays passed", "replays failed"],
         [[_cell(v) for v in row] for row in data["teams"]],
@@ -134,9 +158,10 @@ def render(data: dict[str, list[tuple[Any, ...]]]) -> str:
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>jiyi team server</title>'
         f"<style>{_STYLE}</style></head><body><h1>jiyi team server</h1>"
         f"<h2>Teams</h2>{teams}<h2>Members</h2>{members}<h2>Latest replay runs</h2>{runs}"
-        f"<h2>Latest changes pushed</h2>{changes}"
-        "<p>Refused pushes and forgets are answered to the member and logged, not kept here; tokens and "
-        "forgetting are <code>jiyi team admin</code>'s.</p></body></html>"
+        f"<h2>Latest changes pushed</h2>{changes}<h2>Latest refusals</h2>"
+        "<p>Counted per team, kind and member (or address, before a token was good); written every few "
+        f"seconds, so a flood is one row's count.</p>{refused}"
+        "<p>Tokens and forgetting are <code>jiyi team admin</code>'s.</p></body></html>"
     )
 
 
@@ -146,8 +171,8 @@ def _secured(response: Response) -> Response:
     return response
 
 
-def page(db: PgDatabase, token: str) -> Any:
-    """The ``/ui`` endpoint for ``token``."""
+def page(db: PgDatabase, token: str, refusals: Refusals) -> Any:
+    """The ``/ui`` endpoint for ``token``; ``refusals`` are written before the page reads them."""
 
     def ok(given: str | None) -> bool:
         return given is not None and secrets.compare_digest(given.encode(), token.encode())
@@ -164,7 +189,7 @@ def page(db: PgDatabase, token: str) -> Any:
         bearer = request.headers.get("authorization", "")
         if not (ok(request.cookies.get(COOKIE)) or ok(bearer.removeprefix("Bearer ") if bearer else None)):
             return _secured(PlainTextResponse("401: the operator token is needed (/ui?token=…)\n", status_code=401))
-        data = await run_in_threadpool(overview, db)
+        data = await run_in_threadpool(_read, db, refusals)
         return _secured(HTMLResponse(render(data)))
 
     return endpoint
