@@ -66,15 +66,18 @@ def test_only_a_runner_or_the_operator_reports_a_replay_and_the_run_names_its_ru
             403,
             {
                 **FORBIDDEN,
-                "reason": "此令牌的角色是 member；报告回放结果需要 runner 或 operator",
-                "reason_en": "this token's role is member; reporting a replay needs runner or operator",
+                "reason": "此令牌的角色是 member；回放核验需要 runner 或 operator",
+                "reason_en": "this token's role is member; replay verification needs runner or operator",
             },
         )
         # Nothing stored: no run, the record not 团队核验 and still a replay candidate.
         assert rows_of(db, "SELECT count(*) FROM verifications") == [(0,)]
         assert http.get("/v1/changes").json()["records"][0]["origin"] == "note"
-        assert [c["hex"] for c in http.get("/v1/verify/candidates").json()["records"]] == [line["hex"]]
+        # The candidates are the runner's work list: a member's token gets none, so a runner started
+        # with one stops before it executes any record's commands.
+        assert http.get("/v1/verify/candidates").status_code == 403
     with client(url, db.create_token("alpha", "ci-runner", "runner")) as http:
+        assert [c["hex"] for c in http.get("/v1/verify/candidates").json()["records"]] == [line["hex"]]
         assert http.post(f"/v1/verify/{line['hex']}", json=run).json()["verification"]["passed"] == 1
     with client(url, db.create_token("alpha", "ops", "operator")) as http:
         failed = {**run, "passed": False}
@@ -116,13 +119,13 @@ def test_team_verify_with_a_members_token_says_why_it_is_refused(
     assert said == (
         [
             "团队记忆拒绝访问",
-            "此令牌的角色是 member；报告回放结果需要 runner 或 operator",
+            "此令牌的角色是 member；回放核验需要 runner 或 operator",
             "错误码：E_FORBIDDEN",
         ]
         if locale == "zh"
         else [
             "team memory refused access",
-            "this token's role is member; reporting a replay needs runner or operator",
+            "this token's role is member; replay verification needs runner or operator",
             "error code: E_FORBIDDEN",
         ]
     ), ran.stderr

@@ -330,7 +330,7 @@ def test_with_a_read_replica_reads_come_from_it_and_writes_and_tokens_stay_on_th
         assert [copy.create_team("alpha"), copy.create_team("beta")] == [db.team_id("alpha"), db.team_id("beta")]
         TeamStore(copy, db.team_id("alpha")).merge_pushed(only_there, "carol")
         TeamStore(copy, db.team_id("alpha")).forget_in_team("f" * 32, purge=True)
-    token = db.create_token("alpha", "alice")
+    token = db.create_token("alpha", "alice", "runner")  # a runner: the candidates are its list
     with (
         PgDatabase(dsn, schema=replica_schema, read_only=True) as replica,
         serving(create_app(db, read_db=replica, rate_per_minute=0)) as base,

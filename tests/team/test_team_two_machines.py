@@ -154,7 +154,7 @@ def test_the_check_of_a_changed_command_reaches_the_team_and_the_other_machine(
     git_repo(repo, {"check.py": CHECK_PY, "stub/mylib.py": "VALUE = 1\n"})
     changed = "PYTHONPATH=stub python3 check.py"
     a = machine(tmp_path, "a", url, db.create_token("alpha", "alice"))
-    b = machine(tmp_path, "b", url, db.create_token("alpha", "bob"))
+    b = machine(tmp_path, "b", url, db.create_token("alpha", "bob", "runner"))  # b asks for the replay work list
     with Memory(settings=a, cwd=repo) as ma, Memory(settings=b) as mb:
         session = ma.session(session_id="flagged")
         session.observe_tool_result("Bash", ok=False, error=MYLIB_ERROR, command="python3 check.py")

@@ -308,20 +308,27 @@ def create_app(
             ]
         }
 
+    def runner_only(member: Member, what: str) -> None:
+        # A member's "passed" would make any record 团队核验; and the candidates are the runner's
+        # work list, so a runner started with a member token stops before it executes any record's
+        # commands rather than after replaying them all.
+        if not member.runner:
+            log.warning("%s refused: %s/%s is a %s, not a runner", what, member.team, member.name, member.role)
+            raise Forbidden(
+                f"此令牌的角色是 {member.role}；回放核验需要 runner 或 operator",
+                f"this token's role is {member.role}; replay verification needs runner or operator",
+            )
+
     async def candidates(request: Request) -> Any:
         member = await member_of(request)
+        runner_only(member, "verify candidates")
         limit = _int(request, "limit", 20, 1, 200)
         lines = await blocking(lambda: TeamStore(reader, member.team_id).verification_candidates(limit))
         return {"records": lines}
 
     async def verify(request: Request) -> Any:
         member = await member_of(request)
-        if not member.runner:  # a member's "passed" would make any record 团队核验
-            log.warning("verify refused: %s/%s is a %s, not a runner", member.team, member.name, member.role)
-            raise Forbidden(
-                f"此令牌的角色是 {member.role}；报告回放结果需要 runner 或 operator",
-                f"this token's role is {member.role}; reporting a replay needs runner or operator",
-            )
+        runner_only(member, "verify")
         hexid = request.path_params["hex"]
         if not is_hex(hexid):
             raise InvalidArgument("hex", "应为 32 位小写十六进制", "must be 32 lowercase hex digits")

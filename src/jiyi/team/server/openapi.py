@@ -288,7 +288,7 @@ def document() -> dict[str, Any]:
             ),
             "/v1/verify/candidates": {
                 "get": {
-                    "summary": "Records with a fix and a reproduction and no replay yet",
+                    "summary": "Records with a fix and a reproduction and no replay yet (runner and operator tokens)",
                     "description": _REPLICA,
                     "parameters": [_query("limit", "integer", "1..200, default 20")],
                     "responses": {
