@@ -253,9 +253,11 @@ def _facts(
     cover: tuple[float, list[str]],
     now: datetime,
     indexed: Indexed | None,
+    share: float = 1.0,
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
-    """Each signal's strength in ``WEIGHTS`` order, and what their details are made of. The details'
-    text is built only for the hits shown (``score``): most candidates are only counted."""
+    """Each signal's strength in ``WEIGHTS`` order, and what their details are made of, the CONTEXT
+    signals' at ``share`` (context_share). The details' text is built only for the hits shown
+    (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = 1.0 if sig else 0.0
     if sig is None and indexed is not None and indexed.normalized:
@@ -293,11 +295,31 @@ def _facts(
         trust,
         1.0 - 0.8**weight_of_evidence,
     ]
+    if share < 1.0:
+        for i in _CONTEXT_AT:
+            strengths[i] *= share
     return strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool
 
 
 _ORDER = tuple(WEIGHTS)
 _TOPICAL_AT = tuple(_ORDER.index(name) for name in TOPICAL)
+# Signals that say how much to trust a record or how close its setting is, not what it is about:
+# they tell apart records equally on topic, and count in proportion to a record's topical evidence
+# against the best candidate's (context_share). An os match and a recent date would otherwise lift a
+# record holding two of the query's words over one holding all of them (tune split: 383 → 389 of 396).
+# same_project and tool_name stay whole: they name the agent's own project and failing tool.
+CONTEXT = ("environment", "recency", "trust", "evidence")
+_CONTEXT_AT = tuple(_ORDER.index(name) for name in CONTEXT)
+
+
+def _topical(strengths: list[float]) -> float:
+    return sum(WEIGHTS[_ORDER[i]] * strengths[i] for i in _TOPICAL_AT)
+
+
+def context_share(topical: float, best: float) -> float:
+    """How much of its CONTEXT signals a candidate keeps: its topical score (the weighted sum of
+    error_signature, code_symbol and lexical) as a share of the best candidate's."""
+    return min(1.0, topical / best) if best > 0 else 1.0
 
 
 def _total(strengths: list[float]) -> float:
@@ -312,12 +334,14 @@ def score(
     indexed: Indexed | None,
     now: datetime,
     cover: tuple[float, list[str]] | None = None,
+    share: float = 1.0,
 ) -> Hit:
-    """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known."""
+    """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known;
+    ``share`` of its CONTEXT signals (context_share)."""
     if cover is None:
         cover = lexical.strength(parts.weights, indexed.title, indexed.body) if indexed else (0.0, [])
     strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool = _facts(
-        record, query, parts, cover, now, indexed
+        record, query, parts, cover, now, indexed, share
     )
     details = [
         sig or "-",
@@ -431,11 +455,19 @@ def rank(
         and (r.scope == "global" or r.project_key == query.project_key)
     ]
     # Every candidate is counted; only the hits shown get their signals' details (~3x the work).
-    counted: list[tuple[float, str, Record]] = []
+    facts: list[tuple[list[float], Record]] = []
     for r in records:
         strengths = _facts(r, query, parts, covers[r.hex], moment, indexed.get(r.hex))[0]
         if any(strengths[i] > 0 for i in _TOPICAL_AT):
-            counted.append((_total(strengths), r.updated, r))
+            facts.append((strengths, r))
+    best = max((_topical(s) for s, _ in facts), default=0.0)
+    counted: list[tuple[float, str, Record, float]] = []
+    for strengths, r in facts:
+        share = context_share(_topical(strengths), best)
+        for i in _CONTEXT_AT:
+            strengths[i] *= share
+        counted.append((_total(strengths), r.updated, r, share))
     # Best first; a reverse sort is stable too: equal (score, updated) keep the order loaded.
     counted.sort(key=lambda c: (c[0], c[1]), reverse=True)
-    return [score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex]) for _, _, r in counted[:limit]]
+    hits = counted[:limit]
+    return [score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex], share) for _, _, r, share in hits]
