@@ -389,7 +389,11 @@ def prepare(store: Store, query: Query) -> Prepared:
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
-    present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
+    # Terms the query weighs at nothing (lexical.FUNCTION_WORDS) find no candidate either.
+    present = sorted(
+        (t for t in terms if stats.doc_counts.get(t, 0) > 0 and weights.weights.get(t, 1.0) > 0),
+        key=lambda t: stats.doc_counts[t],
+    )
     if RARE_BIGRAMS < RARE_TERMS and not text.isascii() and not all(map(lexical.is_bigram, present)):
         # A mixed query's Chinese bigrams are rare in any store of mostly English records: they would
         # take every place, and the English words that name the error would find nothing.
