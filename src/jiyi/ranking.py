@@ -219,31 +219,6 @@ def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int]
             if similarity > best:
                 best, line = similarity, theirs
     return best, line
-    weights = parts.weights.weights
-    mean = parts.weights.total / len(weights) if weights else 1.0
-
-    def weight(t: str) -> float:
-        if t in _PLACEHOLDERS:
-            return _PLACEHOLDER_WEIGHT
-        return weights.get(t) or mean
-
-    # The record's key lines are indexed with its title: a line sharing too little of it (masks
-    # aside) cannot come near, and most candidates are settled here without cutting lines into terms.
-    if title is not None and not any(
-        sum(weight(t) for t in mine if t in title or t in _PLACEHOLDERS) >= NEAR_MIN * sum(weight(t) for t in mine)
-        for mine in parts.near
-    ):
-        return best, line
-    for theirs in normalized:
-        other = _tokens(theirs)
-        for mine in parts.near:
-            union = mine | other
-            if not union:
-                continue
-            similarity = sum(weight(t) for t in mine & other) / sum(weight(t) for t in union)
-            if similarity > best:
-                best, line = similarity, theirs
-    return best, line
 
 
 def _facts(
