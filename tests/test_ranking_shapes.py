@@ -11,10 +11,10 @@ import pytest
 
 from jiyi.analysis import signature_rules
 from jiyi.analysis.signature import analyze
-from jiyi.ranking import Hit, Query, rank, symbol_rarity, symbol_worth
+from jiyi.ranking import Hit, Query, context_share, rank, symbol_rarity, symbol_worth
 from jiyi.store.base import Store
 
-from .test_ranking import NOW, made, put
+from .test_ranking import NOW, made, put, stamp
 
 CUDA = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
 
@@ -131,3 +131,54 @@ def test_rules_off_still_finds_an_exact_key_line(store: Store, rules_off: None) 
     hits = searched(store, again)
     assert hits and hits[0].record.hex == record.hex
     assert strengths(hits[0])["error_signature"] == (1.0, record.signatures[0])
+
+
+def test_context_signals_reorder_only_what_is_equally_on_topic(store: Store) -> None:
+    # The right record holds every rare word of the query but is old, from a note, from another os;
+    # the other shares two of them and is fresh, trusted, well used and from the query's os.
+    right = put(
+        store,
+        made(
+            "node-gyp cannot find Python executable when npm builds native addons",
+            what="gyp ERR! find Python - Python is not set from command line or npm configuration",
+            why="node-gyp needs a Python 3 interpreter to configure the build",
+            learned="set npm config python to the interpreter's path",
+            origin="note",
+            environment={"os": "windows"},
+            updated=stamp(200),
+        ),
+    )
+    put(
+        store,
+        made(
+            "pip cannot build a wheel for a native extension: Python headers missing",
+            what="fatal error: Python.h: No such file or directory",
+            why="the python3-dev package was not installed",
+            learned="install python3-dev",
+            origin="human",
+            sources=6,
+            used_success=4,
+            environment={"os": "linux"},
+        ),
+    )
+    query = Query(
+        text="node-gyp cannot find Python executable for native addons",
+        project_key="elsewhere",
+        environment={"os": "linux"},
+    )
+    hits = rank(store, query, limit=5, now=NOW)
+    assert len(hits) == 2
+    assert hits[0].record.hex == right.hex
+    # The weaker candidate keeps its details but its context counts by its share of the best topical score.
+    other = {s.name: s for s in hits[1].signals}
+    assert other["environment"].detail == "os=linux"
+    assert 0 < other["environment"].strength < 1.0
+    best = {s.name: s for s in hits[0].signals}
+    assert best["trust"].strength == pytest.approx(0.4)
+
+
+def test_context_share_is_the_share_of_the_best_topical_score() -> None:
+    assert context_share(0.3, 0.3) == 1.0
+    assert context_share(0.1, 0.4) == pytest.approx(0.25)
+    assert context_share(0.0, 0.4) == 0.0
+    assert context_share(0.2, 0.0) == 1.0

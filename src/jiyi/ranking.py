@@ -219,31 +219,6 @@ def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int]
             if similarity > best:
                 best, line = similarity, theirs
     return best, line
-    weights = parts.weights.weights
-    mean = parts.weights.total / len(weights) if weights else 1.0
-
-    def weight(t: str) -> float:
-        if t in _PLACEHOLDERS:
-            return _PLACEHOLDER_WEIGHT
-        return weights.get(t) or mean
-
-    # The record's key lines are indexed with its title: a line sharing too little of it (masks
-    # aside) cannot come near, and most candidates are settled here without cutting lines into terms.
-    if title is not None and not any(
-        sum(weight(t) for t in mine if t in title or t in _PLACEHOLDERS) >= NEAR_MIN * sum(weight(t) for t in mine)
-        for mine in parts.near
-    ):
-        return best, line
-    for theirs in normalized:
-        other = _tokens(theirs)
-        for mine in parts.near:
-            union = mine | other
-            if not union:
-                continue
-            similarity = sum(weight(t) for t in mine & other) / sum(weight(t) for t in union)
-            if similarity > best:
-                best, line = similarity, theirs
-    return best, line
 
 
 def _facts(
@@ -253,9 +228,11 @@ def _facts(
     cover: tuple[float, list[str]],
     now: datetime,
     indexed: Indexed | None,
+    share: float = 1.0,
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
-    """Each signal's strength in ``WEIGHTS`` order, and what their details are made of. The details'
-    text is built only for the hits shown (``score``): most candidates are only counted."""
+    """Each signal's strength in ``WEIGHTS`` order, and what their details are made of, the CONTEXT
+    signals' at ``share`` (context_share). The details' text is built only for the hits shown
+    (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = 1.0 if sig else 0.0
     if sig is None and indexed is not None and indexed.normalized:
@@ -293,11 +270,31 @@ def _facts(
         trust,
         1.0 - 0.8**weight_of_evidence,
     ]
+    if share < 1.0:
+        for i in _CONTEXT_AT:
+            strengths[i] *= share
     return strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool
 
 
 _ORDER = tuple(WEIGHTS)
 _TOPICAL_AT = tuple(_ORDER.index(name) for name in TOPICAL)
+# Signals that say how much to trust a record or how close its setting is, not what it is about:
+# they tell apart records equally on topic, and count in proportion to a record's topical evidence
+# against the best candidate's (context_share). An os match and a recent date would otherwise lift a
+# record holding two of the query's words over one holding all of them (tune split: 383 → 389 of 396).
+# same_project and tool_name stay whole: they name the agent's own project and failing tool.
+CONTEXT = ("environment", "recency", "trust", "evidence")
+_CONTEXT_AT = tuple(_ORDER.index(name) for name in CONTEXT)
+
+
+def _topical(strengths: list[float]) -> float:
+    return sum(WEIGHTS[_ORDER[i]] * strengths[i] for i in _TOPICAL_AT)
+
+
+def context_share(topical: float, best: float) -> float:
+    """How much of its CONTEXT signals a candidate keeps: its topical score (the weighted sum of
+    error_signature, code_symbol and lexical) as a share of the best candidate's."""
+    return min(1.0, topical / best) if best > 0 else 1.0
 
 
 def _total(strengths: list[float]) -> float:
@@ -312,12 +309,14 @@ def score(
     indexed: Indexed | None,
     now: datetime,
     cover: tuple[float, list[str]] | None = None,
+    share: float = 1.0,
 ) -> Hit:
-    """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known."""
+    """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known;
+    ``share`` of its CONTEXT signals (context_share)."""
     if cover is None:
         cover = lexical.strength(parts.weights, indexed.title, indexed.body) if indexed else (0.0, [])
     strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool = _facts(
-        record, query, parts, cover, now, indexed
+        record, query, parts, cover, now, indexed, share
     )
     details = [
         sig or "-",
@@ -365,7 +364,11 @@ def prepare(store: Store, query: Query) -> Prepared:
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
-    present = sorted((t for t in terms if stats.doc_counts.get(t, 0) > 0), key=lambda t: stats.doc_counts[t])
+    # Terms the query weighs at nothing (lexical.FUNCTION_WORDS) find no candidate either.
+    present = sorted(
+        (t for t in terms if stats.doc_counts.get(t, 0) > 0 and weights.weights.get(t, 1.0) > 0),
+        key=lambda t: stats.doc_counts[t],
+    )
     if RARE_BIGRAMS < RARE_TERMS and not text.isascii() and not all(map(lexical.is_bigram, present)):
         # A mixed query's Chinese bigrams are rare in any store of mostly English records: they would
         # take every place, and the English words that name the error would find nothing.
@@ -431,11 +434,19 @@ def rank(
         and (r.scope == "global" or r.project_key == query.project_key)
     ]
     # Every candidate is counted; only the hits shown get their signals' details (~3x the work).
-    counted: list[tuple[float, str, Record]] = []
+    facts: list[tuple[list[float], Record]] = []
     for r in records:
         strengths = _facts(r, query, parts, covers[r.hex], moment, indexed.get(r.hex))[0]
         if any(strengths[i] > 0 for i in _TOPICAL_AT):
-            counted.append((_total(strengths), r.updated, r))
+            facts.append((strengths, r))
+    best = max((_topical(s) for s, _ in facts), default=0.0)
+    counted: list[tuple[float, str, Record, float]] = []
+    for strengths, r in facts:
+        share = context_share(_topical(strengths), best)
+        for i in _CONTEXT_AT:
+            strengths[i] *= share
+        counted.append((_total(strengths), r.updated, r, share))
     # Best first; a reverse sort is stable too: equal (score, updated) keep the order loaded.
     counted.sort(key=lambda c: (c[0], c[1]), reverse=True)
-    return [score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex]) for _, _, r in counted[:limit]]
+    hits = counted[:limit]
+    return [score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex], share) for _, _, r, share in hits]

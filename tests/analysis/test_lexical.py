@@ -264,6 +264,16 @@ def test_generic_words_alone_are_no_evidence() -> None:
     assert share == 1.0 and matched == ["error", "failed", "deflate"]
 
 
+def test_function_words_weigh_nothing_in_a_query() -> None:
+    # Rare in a store of logs, `i` and `when` would otherwise count as a problem's rarest words.
+    idf_of = {"i": 5.0, "when": 4.0, "address": 3.0, "eaddrinuse": 6.0}
+    weights = QueryWeights.of(["i", "when", "address", "eaddrinuse"], idf_of)
+    assert weights.weights == {"i": 0.0, "when": 0.0, "address": 3.0, "eaddrinuse": 6.0}
+    assert weights.full == 9.0
+    assert lexical.strength(weights, {"i": 1, "when": 1}, {}) == (0.0, ["i", "when"])
+    assert lexical.strength(weights, {"address": 1, "eaddrinuse": 1}, {})[0] == 1.0
+
+
 # -- no query text can break the store (docs/spec.md §6) ---------------------------------------------
 
 

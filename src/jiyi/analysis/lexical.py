@@ -163,6 +163,24 @@ GENERIC = frozenset(
 )
 
 
+# English function words (pronouns, auxiliaries, conjunctions, the commonest adverbs and
+# prepositions: the usual IR list): in a query they weigh nothing. A problem told in words is full of
+# them (`I am getting this error when ...`) and a store of logs holds them rarely, so by their IDF
+# they would count as rare words, matching whichever record's prose happens to say `I` or `when`.
+# Still indexed, and still part of a key line's signature: only a query's lexical weights ignore them
+# (tune split: natural-language top-1 110 → 113 of 135).
+FUNCTION_WORDS = frozenset(
+    """i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
+    hers herself it its itself they them their theirs themselves what which who whom this that these those
+    am is are was were be been being have has had having do does did doing a an the and but if or because
+    as until while of at by for with about against between into through during before after above below to
+    from up down in out on off over under again further then once here there when where why how all any
+    both each few more most other some such no nor not only own same so than too very s t can will just
+    don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn
+    shan shouldn wasn weren won wouldn""".split()
+)
+
+
 def unique_terms(text: str) -> list[str]:
     return list(dict.fromkeys(terms(text)))
 
@@ -209,7 +227,7 @@ class QueryWeights:
         mean = sum(known) / len(known)
         # A CJK bigram no record holds is mostly a cut across two words (`模块安装` → `块安`): it says
         # nothing, and at the mean weight it would push a Chinese query under LEXICAL_FLOOR.
-        weights = {t: idf_of.get(t) or (mean if t.isascii() else 0.0) for t in ordered}
+        weights = {t: 0.0 if t in FUNCTION_WORDS else idf_of.get(t) or (mean if t.isascii() else 0.0) for t in ordered}
         if not all(t.isascii() for t in ordered):
             # Overlapping bigrams count each character twice, and a store of mostly English records
             # gives any Chinese bigram (`问题`, `这个`) the weight of a rare word.
