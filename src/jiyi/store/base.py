@@ -219,6 +219,32 @@ SYMBOL_COUNT_SHARE = 0.3
 SYMBOL_COUNT_CACHED = 100
 
 
+def counted_symbols(
+    symbols: Iterable[str],
+    total: int,
+    cache: dict[str, tuple[int, int]],
+    count: Callable[[list[str], int], Iterable[tuple[str, int]]],
+) -> dict[str, int]:
+    """``Store.symbol_counts`` as both stores give it: the counts ``cache`` holds while the store is
+    within 1 % of the size it had when counted, the others from ``count(keys, cap)`` (one statement
+    of the backend's SQL, each count stopping at ``cap``), the common ones kept in ``cache``."""
+    cap = int(total * SYMBOL_COUNT_SHARE) + 1
+    counts: dict[str, int] = {}
+    todo: list[str] = []
+    for key in dict.fromkeys(symbols):
+        cached = cache.get(key)
+        if cached is not None and abs(total - cached[1]) * 100 <= total:
+            counts[key] = cached[0]
+        else:
+            todo.append(key)
+    if todo:
+        for key, n in count(todo, cap):
+            counts[key] = int(n)
+            if n >= SYMBOL_COUNT_CACHED:
+                cache[key] = (int(n), total)
+    return counts
+
+
 class Store(ABC):
     path: str
 

@@ -40,9 +40,9 @@ _VACUUM_AFTER = 5000
 _FOLDED: dict[str, int] = {}  # rows folded per schema by this process since its last VACUUM
 _FOLDED_LOCK = threading.Lock()
 log = logging.getLogger(__name__)
-# Symbol counts of base.SYMBOL_COUNT_CACHED records or more, per (schema, team, symbol): (records,
-# team size then), kept while the team grows by under 1 % (as the SQLite store keeps its own).
-_SYMBOL_COUNTS: dict[tuple[str, int, str], tuple[int, int]] = {}
+# Symbol counts of base.SYMBOL_COUNT_CACHED records or more, per (schema, team): symbol -> (records,
+# team size then), kept while the team grows by under 1 % (base.counted_symbols, as SQLite keeps its own).
+_SYMBOL_COUNTS: dict[tuple[str, int], dict[str, tuple[int, int]]] = {}
 # One lexeme of a tsvector's text: 'term':1A,5 (weight A: the title and key lines, tsvector_text).
 _TSV_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
@@ -222,30 +222,18 @@ class PgSearch:
         return {h: _fields(text, normalized or []) for h, text, normalized in rows}
 
     def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
-        keys = list(dict.fromkeys(symbols))
-        cap = int(total * base.SYMBOL_COUNT_SHARE) + 1
-        counts: dict[str, int] = {}
-        todo: list[str] = []
-        for key in keys:
-            cached = _SYMBOL_COUNTS.get((self.db.schema, self.team, key))
-            if cached is not None and abs(total - cached[1]) * 100 <= total:
-                counts[key] = cached[0]
-            else:
-                todo.append(key)
-        if not todo:
-            return counts
-        with self.reading() as cur:
-            # From the primary key's index alone, each stopping at the cap, as the SQLite store.
-            cur.execute(
-                "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM symbols WHERE team_id = %(team)s AND symbol = k "
-                "LIMIT %(cap)s) c) FROM unnest(%(keys)s::text[]) k",
-                {"team": self.team, "cap": cap, "keys": todo},
-            )
-            for key, n in cur.fetchall():
-                counts[key] = int(n)
-                if n >= base.SYMBOL_COUNT_CACHED:
-                    _SYMBOL_COUNTS[(self.db.schema, self.team, key)] = (int(n), total)
-        return counts
+        def count(keys: list[str], cap: int) -> list[tuple[str, int]]:
+            with self.reading() as cur:
+                # From the primary key's index alone, each stopping at the cap, as the SQLite store.
+                cur.execute(
+                    "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM symbols WHERE team_id = %(team)s "
+                    "AND symbol = k LIMIT %(cap)s) c) FROM unnest(%(keys)s::text[]) k",
+                    {"team": self.team, "cap": cap, "keys": keys},
+                )
+                return [(k, int(n)) for k, n in cur.fetchall()]
+
+        cache = _SYMBOL_COUNTS.setdefault((self.db.schema, self.team), {})
+        return base.counted_symbols(symbols, total, cache, count)
 
 
 def _fields(tsv: str, normalized: list[str]) -> Indexed:

@@ -124,29 +124,13 @@ class SQLiteSearch(SQLiteConnection):
         return {h: Indexed.of(t or "", b or "", json.loads(n or "[]")) for h, t, b, n in rows}
 
     def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
-        keys = list(dict.fromkeys(symbols))
-        cap = int(total * base.SYMBOL_COUNT_SHARE) + 1
-        counts: dict[str, int] = {}
-        todo: list[str] = []
-        for key in keys:
-            cached = self._common_symbols.get(key)
-            if cached is not None and abs(total - cached[1]) * 100 <= total:
-                counts[key] = cached[0]
-            else:
-                todo.append(key)
-
         # From the primary key's index alone, stopping at the cap: a symbol past it is worth nothing.
         # One statement for all of them (each statement costs ~0.05 ms however rare its key).
-        def run(db: sqlite3.Connection) -> None:
+        def count(keys: list[str], cap: int) -> list[tuple[str, int]]:
             sql = (
                 "SELECT j.value, (SELECT count(*) FROM (SELECT 1 FROM symbols WHERE symbol = j.value LIMIT ?)) "
                 "FROM json_each(?) j"
             )
-            for key, n in db.execute(sql, (cap, json.dumps(todo))):
-                counts[key] = int(n)
-                if n >= base.SYMBOL_COUNT_CACHED:
-                    self._common_symbols[key] = (int(n), total)
+            return self._guard(lambda db: db.execute(sql, (cap, json.dumps(keys))).fetchall())
 
-        if todo:
-            self._guard(run)
-        return counts
+        return base.counted_symbols(symbols, total, self._common_symbols, count)
