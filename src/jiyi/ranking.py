@@ -409,9 +409,11 @@ def rank(
     indexed = store.indexed([*exact, *lexical_only])
     nothing = Indexed({}, {}, ())
     covers = {}
-    for h in [*exact, *lexical_only]:
+    candidates = [*exact, *lexical_only]
+    lengths = lexical.relative_length({h: indexed[h].length for h in candidates if h in indexed})
+    for h in candidates:
         fields = indexed.get(h, nothing)
-        covers[h] = lexical.strength(parts.weights, fields.title, fields.body)
+        covers[h] = lexical.strength(parts.weights, fields.title, fields.body, lengths.get(h, 1.0))
     # A candidate found by its words alone that shares too few of them with the query cannot make a
     # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record), unless
     # it names one of the query's symbols or its key line nearly matches the query's.

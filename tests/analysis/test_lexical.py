@@ -310,3 +310,23 @@ def test_random_text_never_raises_through_search(memory: jiyi.Memory) -> None:
         assert reader.search("undefined symbol deflate")[0].record.title == ZLIB["title"]
 
     search()
+
+
+def test_a_longer_record_holding_the_same_words_is_a_weaker_match() -> None:
+    # BM25's length normalisation, against the query's other candidates: a long record holds some of
+    # any query's words by its length alone.
+    weights = QueryWeights.of(["deflate", "zlib", "symbol"], {"deflate": 4.0, "zlib": 2.0, "symbol": 2.0})
+    body = {"deflate": 1, "zlib": 1}
+    short, _ = lexical.strength(weights, {}, body, 0.5)
+    usual, _ = lexical.strength(weights, {}, body)
+    long, matched = lexical.strength(weights, {}, body, 3.0)
+    assert 0.0 < long < usual < short <= 1.0 and matched == ["deflate", "zlib"]
+    # A title holding every word is a full match whatever the length.
+    assert lexical.strength(weights, {"deflate": 1, "zlib": 1, "symbol": 1}, {}, 3.0)[0] < 1.0
+    assert lexical.strength(weights, {"deflate": 1, "zlib": 1, "symbol": 1}, {}, 1.0)[0] == 1.0
+
+
+def test_relative_length_is_against_the_candidates_mean() -> None:
+    assert lexical.relative_length({"a": 10, "b": 30}) == {"a": 0.5, "b": 1.5}
+    assert lexical.relative_length({}) == {}
+    assert lexical.relative_length({"a": 0}) == {"a": 1.0}

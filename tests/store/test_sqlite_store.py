@@ -208,6 +208,54 @@ def test_write_many_writes_a_batch_in_one_transaction(jiyi_home: Path) -> None:
     store.close()
 
 
+def _segments(store: SQLiteStore) -> int:
+    return int(store._guard(lambda db: db.execute("SELECT count(DISTINCT segid) FROM records_fts_idx").fetchone()[0]))
+
+
+def _written(i: int) -> tuple[Record, Revision, Any]:
+    stamp = now()
+    r = Record(
+        hex=new_hex(), title=f"segment record {i}", type="bugfix", scope="global",
+        what=f"undefined reference to `segment_symbol_{i}'", why="why", where="where", learned="learned",
+        project="p", project_key="p", session_id="s", created=stamp, updated=stamp,
+    )  # fmt: skip
+    return r, Revision(r.hex, 1, "s", stamp, "created", snapshot(r)), derive(r)
+
+
+def test_notes_written_one_at_a_time_leave_few_index_segments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each transaction is a segment of its own to FTS5, and every query term is looked up in each.
+    from jiyi.store.sqlite import connection
+
+    def mean_segments(place: Path) -> float:
+        store = SQLiteStore(place / "jiyi.db")
+        written = [_written(i) for i in range(240)]
+        seen = []
+        for record, revision, derived in written:
+            store.write_record(record, revision, derived)
+            seen.append(_segments(store))
+        # Merged, nothing is lost: every record is still found by its own word, and FTS5 agrees.
+        assert all(store.by_terms([f"segment_symbol_{i}"], 5) == [r.hex] for i, (r, _, _) in enumerate(written))
+        store._guard(lambda db: db.execute("INSERT INTO records_fts(records_fts, rank) VALUES ('integrity-check', 1)"))
+        store.close()
+        return sum(seen[40:]) / len(seen[40:])
+
+    kept = mean_segments(tmp_path / "upkeep")
+    monkeypatch.setattr(connection, "UPKEEP_EVERY", 10**9)  # FTS5's own merging only
+    left = mean_segments(tmp_path / "fts5")
+    assert kept <= connection.UPKEEP_SEGMENTS + 1.5 < left
+
+
+def test_a_bulk_write_merges_in_steps_bounded_by_its_size(jiyi_home: Path) -> None:
+    from jiyi.store.sqlite import connection
+
+    store = SQLiteStore(jiyi_home / "jiyi.db")
+    for start in range(0, 1200, 100):
+        store.write_many([_written(i) for i in range(start, start + 100)])
+    assert _segments(store) <= connection.UPKEEP_SEGMENTS + 1
+    assert store.count() == 1200
+    store.close()
+
+
 def test_a_common_term_is_ranked_among_its_newest_matches_only(
     jiyi_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

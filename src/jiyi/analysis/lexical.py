@@ -245,6 +245,20 @@ BIGRAM_WEIGHT = 0.5
 # BM25 (k1 = SATURATION), scaled so that one title occurrence is a full match of the term.
 BODY_WEIGHT = 0.25
 SATURATION = 1.0
+# How much a record's length tempers its matches, as BM25's b: a long record holds many words of any
+# query by its length alone. Measured against the query's other candidates (relative_length), not the
+# whole store: what a long record is depends on which records compete.
+LENGTH_NORM = 0.5
+
+
+def relative_length(lengths: dict[str, int]) -> dict[str, float]:
+    """Each candidate's length (its indexed terms) as a share of the candidates' mean."""
+    if not lengths:
+        return {}
+    mean = sum(lengths.values()) / len(lengths)
+    return {h: n / mean if mean else 1.0 for h, n in lengths.items()}
+
+
 # A query matching this many of its heaviest words (rarest first) in a record's title is a full
 # match: a pasted log of sixty words names its error by a few rare ones, and the record holds those.
 FULL_MATCH_TERMS = 8
@@ -253,9 +267,12 @@ FULL_MATCH_TERMS = 8
 FULL_MATCH_REST = 0.25
 
 
-def strength(query: QueryWeights, title: dict[str, int], body: dict[str, int]) -> tuple[float, list[str]]:
+def strength(
+    query: QueryWeights, title: dict[str, int], body: dict[str, int], length: float = 1.0
+) -> tuple[float, list[str]]:
     """Field-weighted, saturating relevance of a record's terms (``title``: title and key lines,
     ``body``; counts) to the query, 1.0 when it holds the query's heaviest words in its title.
+    ``length``: the record's length against its fellow candidates' (``relative_length``).
 
     Generic words alone (``error``, ``failed``) are no evidence: then 0.
     """
@@ -265,6 +282,7 @@ def strength(query: QueryWeights, title: dict[str, int], body: dict[str, int]) -
     score = 0.0
     specific = False
     one = 1.0 / (1.0 + SATURATION)  # a single title occurrence
+    k = SATURATION * (1.0 - LENGTH_NORM + LENGTH_NORM * length)
     weights = query.weights
     for t in query.terms:
         f = title.get(t, 0) + BODY_WEIGHT * body.get(t, 0)
@@ -272,7 +290,7 @@ def strength(query: QueryWeights, title: dict[str, int], body: dict[str, int]) -
             continue
         matched.append(t)
         specific = specific or t not in GENERIC
-        score += weights[t] * min(1.0, f / (f + SATURATION) / one)
+        score += weights[t] * min(1.0, f / (f + k) / one)
     if not specific:
         return 0.0, matched
     return min(1.0, score / query.full), matched

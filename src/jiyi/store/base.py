@@ -205,6 +205,11 @@ class Indexed:
     body: dict[str, int]
     normalized: tuple[str, ...]
 
+    @property
+    def length(self) -> int:
+        """How many terms were indexed, every field together."""
+        return sum(self.title.values()) + sum(self.body.values())
+
     @classmethod
     def of(cls, title: str, body: str, normalized: Iterable[str]) -> Indexed:
         return cls(Counter(title.split()), Counter(body.split()), tuple(normalized))

@@ -87,6 +87,7 @@ class SQLiteLexical(SQLiteConnection):
                     "INSERT INTO records_fts (rowid, title, body) VALUES (?, ?, ?)",
                     (rid, *lexical_index(title, what, why, loc, learned, keys)),
                 )
+                self.indexed_row(rid)
             if len(rows) == batch:
                 db.execute(
                     "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('lexical_upgrade', ?)",

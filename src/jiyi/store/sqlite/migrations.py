@@ -430,6 +430,14 @@ def m015_session_searches(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m016_index_merging(db: sqlite3.Connection) -> None:
+    # The full-text index merges a level of its segments once two are there rather than four
+    # (FTS5's `usermerge`, for the `merge` steps of connection.SQLiteConnection.upkeep): every
+    # query term is looked up in each segment. Kept in the index's own config table.
+    db.execute("INSERT INTO records_fts(records_fts, rank) VALUES ('usermerge', 2)")
+
+
 def recorded(db: sqlite3.Connection) -> list[str]:
     """The names ``db``'s ``_migrations`` holds, in the order applied; none without the table."""
     if not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone():

@@ -162,6 +162,7 @@ class SQLiteStore(SQLiteLexical, SQLiteSearch, SQLiteSessions, Store):
             "INSERT INTO records_fts (rowid, title, body) VALUES (?, ?, ?)",
             (rid, derived.index_title, derived.index_body),
         )
+        self.indexed_row(rid)
 
     @staticmethod
     def _put_revision(db: sqlite3.Connection, rev: Revision) -> None:
