@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from jiyi.analysis import signature_rules
+from jiyi.analysis import lexical, signature_rules
 from jiyi.analysis.signature import analyze
-from jiyi.ranking import Hit, Query, context_share, rank, symbol_rarity, symbol_worth
+from jiyi.ranking import Hit, Query, context_share, line_worth, rank, symbol_rarity, symbol_worth
 from jiyi.store.base import Store
 
 from .test_ranking import NOW, made, put, stamp
@@ -109,6 +109,50 @@ def test_a_near_identical_key_line_scores_between_zero_and_one(store: Store) -> 
     # Far from it: nothing.
     other = searched(store, 'psql: error: FATAL: database "shop" does not exist')
     assert all(strengths(h)["error_signature"][0] == 0.0 for h in other)
+
+
+def test_a_near_line_without_its_rarest_word_is_another_error(store: Store) -> None:
+    # The same loader message about another library: everything but the one word that names the
+    # library is shared, and that word decides the fix.
+    loader = "error while loading shared libraries: {}: cannot open shared object file: No such file or directory"
+    libssl = loader.format("libssl.so.1.1")
+    record = put(store, made("Install the OpenSSL 1.1 runtime", what=libssl, symbols=()))
+    for i in range(20):  # the loader's words are common in the store, the library names are not
+        put(store, made(f"other {i}", what=loader.format(f"lib{i}x.so"), symbols=()))
+    put(store, made("Chromium needs NSS", what="chrome: missing libnss3 and libgbm", symbols=()))
+    libnss = libssl.replace("libssl.so.1.1", "libnss3.so")
+    assert all(strengths(h)["error_signature"][0] == 0.0 for h in searched(store, libnss))
+    # The same library with a word of the message left out keeps its partial match.
+    near = searched(store, libssl.replace(" or directory", ""))
+    assert near[0].record.hex == record.hex and 0.0 < strengths(near[0])["error_signature"][0] < 1.0
+
+
+def test_an_exact_key_line_is_worth_its_information() -> None:
+    # A line of the store's common words (a banner over every start-up failure) is little evidence
+    # that two failures are one; a line holding a word found in one record only is full evidence.
+    idf = {"application": 1.0, "start": 1.2, "failed": 0.5, "libnss3": 8.0, "so": 1.0}
+    weights = lexical.QueryWeights.of(list(idf), idf)
+    full = 1.5 * lexical.idf(1, 4000)
+    banner = line_worth(frozenset({"application", "failed", "to", "start"}), weights, full)
+    rare = line_worth(frozenset({"libnss3", "so", "cannot", "open"}), weights, full)
+    assert 0.0 < banner < 0.25
+    assert 0.8 < rare <= 1.0  # libnss3 alone is worth two thirds of a full match
+    assert line_worth(frozenset({"error", "failed", "n"}), weights, full) == 0.0  # generic words and masks
+
+
+def test_a_banner_line_matched_exactly_loses_to_the_record_that_holds_the_message(store: Store) -> None:
+    banner = "APPLICATION FAILED TO START"
+    port = "Web server failed to start. Port 8080 was already in use."
+    bean_text = f"{banner}\nA component required a bean that could not be found"
+    bean = put(store, made("Spring bean not found", what=bean_text))
+    right = put(store, made("Port 8080 already in use: stop the other server", what=port, symbols=()))
+    for i in range(30):  # the banner's words are common in the store
+        put(store, made(f"start-up {i}", what=f"application {i} failed to start", symbols=()))
+    query = f"***************************\n{banner}\n***************************\n\nDescription:\n\n{port}"
+    hits = searched(store, query)
+    assert hits[0].record.hex == right.hex
+    shown = {h.record.hex: strengths(h)["error_signature"][0] for h in hits}
+    assert 0.0 < shown.get(bean.hex, 0.0) < 1.0
 
 
 @pytest.fixture

@@ -55,9 +55,26 @@ _CATEGORY = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|War
 # lines, near_match) gives error_signature NEAR_SCALE × similarity from NEAR_MIN up; an exact one 1.0.
 NEAR_MIN = 0.6
 NEAR_SCALE = 0.5
+# An exact signature is worth its line's information: the IDF of its specific words (not GENERIC,
+# masks or function words) against this many words found in one record only. A key line of common
+# words (`APPLICATION FAILED TO START`, Spring's banner over every start-up failure) names no
+# particular error; one rare word and a half names one.
+SIGNATURE_FULL_WORDS = 1.5
+
+
+def line_worth(tokens: frozenset[str], query: lexical.QueryWeights, full: float) -> float:
+    """The strength of an exact match of a normalised key line made of ``tokens`` (SIGNATURE_FULL_WORDS):
+    words the store has not seen count at the query's mean weight."""
+    known = query.weights
+    mean = query.total / len(known) if known else 1.0
+    info = sum(known.get(t) or mean for t in tokens if t not in _NOT_INFORMATIVE)
+    return min(1.0, info / full) if full > 0 else 1.0
+
+
 # Tokens of masked values (`<n>`, `<dir>`) say little about which error it is.
 _PLACEHOLDER_WEIGHT = 0.5
 _PLACEHOLDERS = frozenset("n dir hex url tmp uuid time addr size duration email project".split())
+_NOT_INFORMATIVE = lexical.GENERIC | lexical.FUNCTION_WORDS | _PLACEHOLDERS  # line_worth
 MAX_QUERY_TERMS = 64
 RARE_TERMS = 8
 SPLIT_MIXED = True
@@ -180,7 +197,7 @@ class NearLine:
     """One normalised key line of the query: its tokens and their weights, computed once a search.
     Words the query's statistics do not weigh count at their mean weight; masks (`<n>`) little."""
 
-    __slots__ = ("mean", "tokens", "total", "weights")
+    __slots__ = ("key", "mean", "tokens", "total", "weights")
 
     def __init__(self, tokens: frozenset[str], query: lexical.QueryWeights) -> None:
         known = query.weights
@@ -188,6 +205,11 @@ class NearLine:
         self.tokens = tokens
         self.weights = {t: self.weight(t, known) for t in tokens}
         self.total = sum(self.weights.values())
+        # The line's rarest word (ties: the first in order) names which error it is: a line that
+        # lacks it is another error, however much else it shares (`libnss3.so: cannot open shared
+        # object file` is not `libssl.so.1.1: cannot open shared object file`).
+        words = sorted(t for t in tokens if t not in _PLACEHOLDERS)
+        self.key = max(words, key=self.weights.__getitem__) if words else None
 
     def weight(self, t: str, known: dict[str, float]) -> float:
         if t in _PLACEHOLDERS:
@@ -197,13 +219,16 @@ class NearLine:
     def reachable(self, title: dict[str, int]) -> bool:
         # The record's key lines are indexed with its title: a line sharing too little of it (masks
         # aside) cannot come near, and most candidates are settled here without cutting lines into terms.
+        if self.key is not None and self.key not in title:
+            return False
         shared = sum(w for t, w in self.weights.items() if t in title or t in _PLACEHOLDERS)
         return shared >= NEAR_MIN * self.total
 
 
 def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int] | None = None) -> tuple[float, str]:
     """The best IDF-weighted token-set Jaccard of the query's normalised key lines with the record's,
-    and that record line."""
+    and that record line; a record line without a query line's rarest word (``NearLine.key``) does
+    not count for that line."""
     best, line = 0.0, ""
     near = parts.near if title is None else [n for n in parts.near if n.reachable(title)]
     if not near:
@@ -212,6 +237,8 @@ def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int]
     for theirs in normalized:
         other = _tokens(theirs)
         for mine in near:
+            if mine.key is not None and mine.key not in other:
+                continue
             weights = mine.weights
             shared = sum(weights[t] for t in mine.tokens & other)
             rest = sum(mine.weight(t, known) for t in other - mine.tokens)
@@ -234,7 +261,7 @@ def _facts(
     signals' at ``share`` (context_share). The details' text is built only for the hits shown
     (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
-    signature = 1.0 if sig else 0.0
+    signature = parts.signature_worth.get(sig, 1.0) if sig else 0.0
     if sig is None and indexed is not None and indexed.normalized:
         similarity, line = near_match(parts, indexed.normalized, indexed.title)
         if similarity >= NEAR_MIN:
@@ -345,6 +372,7 @@ class Prepared:
     rare_terms: list[str]
     symbol_worth: dict[str, float] = field(default_factory=dict)  # symbol_rarity of each query symbol
     near: list[NearLine] = field(default_factory=list)  # the query's normalised key lines
+    signature_worth: dict[str, float] = field(default_factory=dict)  # an exact match's strength (line_worth)
 
 
 def prepare(store: Store, query: Query) -> Prepared:
@@ -383,7 +411,9 @@ def prepare(store: Store, query: Query) -> Prepared:
         rare.append(term)
     lines = dict.fromkeys(_tokens(n) for a in analyses for n in a.normalized)
     near = [NearLine(t, weights) for t in lines if t]
-    return Prepared(signatures, symbols, terms, weights, rare, worth, near)
+    full = SIGNATURE_FULL_WORDS * lexical.idf(1, max(1, stats.total))
+    signature_worth = {digest(n): line_worth(_tokens(n), weights, full) for a in analyses for n in a.normalized}
+    return Prepared(signatures, symbols, terms, weights, rare, worth, near, signature_worth)
 
 
 def rank(

@@ -80,6 +80,7 @@ machine learning model failed to load: password protected archive
 SKIPPED [1] tests/test_api.py:42: key-value store unavailable
 azure.core.exceptions.ClientAuthenticationError: Server failed to authenticate the request.
 telegram.error.BadRequest: Chat not found; bot 12345 is not a member
+error: constructing secrets manager of type "passphrase": unable to find either `PULUMI_CONFIG_PASSPHRASE`
 """.splitlines()
 
 

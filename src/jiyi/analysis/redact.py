@@ -148,6 +148,8 @@ def _assignment(strict: bool) -> _Judge:
         )
         if _placeholder(value, spaced) or (m["op"] in ("==", "!=", "===", "!==") and m["s3"]):
             return None  # `assert password == expected`: an unquoted operand is code, not a literal
+        if _prose(m, value):
+            return None  # `type "passphrase": unable to find …` (Pulumi): a sentence, not a value
         if "aws" in norm and "secret" in norm:
             return "aws-secret-key"
         if norm.endswith(_PASSWORD_KEYS) or key.endswith(("_pass", "-pass", ".pass")):
@@ -161,6 +163,15 @@ def _assignment(strict: bool) -> _Judge:
         return None
 
     return judge
+
+
+def _prose(m: re.Match[str], value: str) -> bool:
+    """An unquoted lower-case word that a sentence goes on after: `"passphrase": unable to find`. A
+    value of one plain word followed by more words is what messages say, not what configs hold."""
+    if not m["s3"] or not (value.isascii() and value.isalpha() and value.islower()):
+        return False
+    after = m.string[m.end("s3") : m.end("s3") + 2]
+    return len(after) == 2 and after[0] == " " and after[1].islower()
 
 
 def _not_placeholder(kind: str) -> _Judge:
