@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,32 @@ def test_notes_written_one_at_a_time_leave_few_index_segments(tmp_path: Path, mo
     monkeypatch.setattr(connection, "UPKEEP_EVERY", 10**9)  # FTS5's own merging only
     left = mean_segments(tmp_path / "fts5")
     assert kept <= connection.UPKEEP_SEGMENTS + 1.5 < left
+
+
+def test_merging_never_waits_for_another_writer(jiyi_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The merge steps come after the caller's own write: with another process holding the write
+    # lock they are skipped at once, not after the whole busy timeout, and a later write does them.
+    from jiyi.store.sqlite import connection
+
+    monkeypatch.setattr(connection, "UPKEEP_EVERY", 10**9)  # no merging while the segments pile up
+    store = SQLiteStore(jiyi_home / "jiyi.db", busy_timeout_ms=3000)
+    for record, revision, derived in (_written(i) for i in range(40)):
+        store.write_record(record, revision, derived)
+    piled = _segments(store)
+    assert piled > connection.UPKEEP_SEGMENTS
+    other = sqlite3.connect(jiyi_home / "jiyi.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    store.upkeep(force=True)
+    assert time.monotonic() - started < 1.0
+    assert _segments(store) == piled
+    other.execute("ROLLBACK")
+    other.close()
+    store.upkeep(force=True)
+    assert _segments(store) < piled
+    # The store's own writes still wait for a busy lock as long as they did.
+    assert store._guard(lambda db: db.execute("PRAGMA busy_timeout").fetchone()[0]) == 3000
+    store.close()
 
 
 def test_a_bulk_write_merges_in_steps_bounded_by_its_size(jiyi_home: Path) -> None:

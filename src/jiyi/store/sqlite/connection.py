@@ -76,6 +76,7 @@ class SQLiteConnection:
         self._lock = threading.RLock()
         self._held = False  # a topic_lock's transaction is open on this connection
         self._indexed_rows: list[int] = []  # full-text rows written since the last upkeep
+        self._busy_timeout_ms = int(busy_timeout_ms)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(
@@ -137,9 +138,14 @@ class SQLiteConnection:
         it wrote. Best effort: a busy or read-only store is merged by a later write."""
         rows, self._indexed_rows = self._indexed_rows, []
         steps = len(rows) // UPKEEP_EVERY or (1 if force or any(r % UPKEEP_EVERY == 0 for r in rows) else 0)
+        if not steps:
+            return
         with self._lock:
             db = self._db
+            # Never wait for another writer: the caller's own write is done, and a hook or a
+            # finisher holding the lock would make it wait the whole busy timeout for housekeeping.
             try:
+                db.execute("PRAGMA busy_timeout = 0")
                 for _ in range(steps):
                     segments = db.execute("SELECT count(DISTINCT segid) FROM records_fts_idx").fetchone()[0]
                     if segments <= UPKEEP_SEGMENTS:
@@ -155,6 +161,9 @@ class SQLiteConnection:
                         return
             except sqlite3.Error:
                 return
+            finally:
+                with suppress(sqlite3.Error):
+                    db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
     @contextmanager
     def topic_lock(self, topic_key: str, scope: str, project_key: str) -> Iterator[None]:
