@@ -65,8 +65,7 @@ SIGNATURE_FULL_WORDS = 1.5
 def line_worth(tokens: frozenset[str], query: lexical.QueryWeights, full: float) -> float:
     """The strength of an exact match of a normalised key line made of ``tokens`` (SIGNATURE_FULL_WORDS):
     words the store has not seen count at the query's mean weight."""
-    known = query.weights
-    mean = query.total / len(known) if known else 1.0
+    known, mean = query.weights, query.mean
     info = sum(known.get(t) or mean for t in tokens if t not in _NOT_INFORMATIVE)
     return min(1.0, info / full) if full > 0 else 1.0
 
@@ -201,7 +200,7 @@ class NearLine:
 
     def __init__(self, tokens: frozenset[str], query: lexical.QueryWeights) -> None:
         known = query.weights
-        self.mean = query.total / len(known) if known else 1.0
+        self.mean = query.mean
         self.tokens = tokens
         self.weights = {t: self.weight(t, known) for t in tokens}
         self.total = sum(self.weights.values())
@@ -412,7 +411,12 @@ def prepare(store: Store, query: Query) -> Prepared:
     lines = dict.fromkeys(_tokens(n) for a in analyses for n in a.normalized)
     near = [NearLine(t, weights) for t in lines if t]
     full = SIGNATURE_FULL_WORDS * lexical.idf(1, max(1, stats.total))
-    signature_worth = {digest(n): line_worth(_tokens(n), weights, full) for a in analyses for n in a.normalized}
+    # An analysis's signatures are its distinct normalised lines' digests, in the same order.
+    signature_worth = {
+        s: line_worth(_tokens(n), weights, full)
+        for a in analyses
+        for n, s in zip(a.normalized, a.signatures, strict=True)
+    }
     return Prepared(signatures, symbols, terms, weights, rare, worth, near, signature_worth)
 
 

@@ -218,6 +218,11 @@ class QueryWeights:
     total: float
     full: float = 0.0  # the weight of a full match: the query's FULL_MATCH_TERMS heaviest terms
 
+    @property
+    def mean(self) -> float:
+        """The mean weight of the query's terms: what a word they do not weigh counts (ranking.py)."""
+        return self.total / len(self.weights) if self.weights else 1.0
+
     @classmethod
     def of(cls, query_terms: Iterable[str], idf_of: dict[str, float]) -> QueryWeights:
         ordered = tuple(dict.fromkeys(query_terms))
