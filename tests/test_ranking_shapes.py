@@ -91,6 +91,50 @@ def test_a_rare_shared_symbol_beats_a_common_one_in_the_store(store: Store) -> N
     assert by_hex[rare.hex] > max(v for h, v in by_hex.items() if h != rare.hex) > 0
 
 
+def test_a_symbol_is_no_rarer_than_the_words_it_is_spelled_with(store: Store) -> None:
+    # `install` in backticks is taken for a name, and one record holds that name; but the word is in
+    # a third of the store's records, so sharing it says as little as sharing the word.
+    npm = put(
+        store,
+        made(
+            "npm install -g fails with EACCES on the global prefix",
+            what="Running `install` failed: EACCES permission denied on /usr/lib/node_modules",
+            signatures=(),
+        ),
+    )
+    assert npm.symbols[0] == "install"
+    for i in range(12):
+        put(store, made(f"setup note {i}", what=f"run the install step {i} again after the upgrade", symbols=()))
+    vcpkg = put(
+        store,
+        made("vcpkg manifest mode wants no port names", what="vcpkg install zlib requires a manifest", symbols=()),
+    )
+    hits = searched(store, "vcpkg: `install` requires a manifest in manifest mode, not port names")
+    assert hits[0].record.hex == vcpkg.hex
+    shared = {h.record.hex: strengths(h)["code_symbol"][0] for h in hits}
+    assert shared.get(npm.hex, 0.0) < 0.5
+    # A name spelled with a rare word keeps its full worth.
+    rare = put(
+        store,
+        made("zstd", what="call `zstd_decompress_stream` once", signatures=(), symbols=("zstd_decompress_stream",)),
+    )
+    assert strengths(searched(store, "`zstd_decompress_stream` fails")[0])["code_symbol"] == (
+        1.0,
+        "zstd_decompress_stream",
+    )
+    assert searched(store, "`zstd_decompress_stream` fails")[0].record.hex == rare.hex
+
+
+def test_a_near_copy_of_a_line_of_no_information_is_no_evidence(store: Store) -> None:
+    # pytest's `=== ERRORS ===` and a Markdown `**Errors:**` are one word apart from nothing: the same
+    # word, nearly the same line, and no sign of the same failure.
+    put(
+        store, made("Azure CLI wants az login", what="**Errors:**\nPlease run 'az login' to setup account.", symbols=())
+    )
+    hits = searched(store, "==== ERRORS ====\nScopeMismatch: You tried to access the function scoped fixture")
+    assert all(strengths(h)["error_signature"][0] == 0.0 for h in hits)
+
+
 LONG = 'psql: error: FATAL: role "deploy" does not exist in cluster main while restoring the nightly dump'
 
 

@@ -196,9 +196,9 @@ class NearLine:
     """One normalised key line of the query: its tokens and their weights, computed once a search.
     Words the query's statistics do not weigh count at their mean weight; masks (`<n>`) little."""
 
-    __slots__ = ("key", "mean", "tokens", "total", "weights")
+    __slots__ = ("key", "mean", "tokens", "total", "weights", "worth")
 
-    def __init__(self, tokens: frozenset[str], query: lexical.QueryWeights) -> None:
+    def __init__(self, tokens: frozenset[str], query: lexical.QueryWeights, full: float) -> None:
         known = query.weights
         self.mean = query.mean
         self.tokens = tokens
@@ -209,6 +209,8 @@ class NearLine:
         # object file` is not `libssl.so.1.1: cannot open shared object file`).
         words = sorted(t for t in tokens if t not in _PLACEHOLDERS)
         self.key = max(words, key=self.weights.__getitem__) if words else None
+        # As an exact match's (line_worth): a near copy of `**Errors:**` names no error.
+        self.worth = line_worth(tokens, query, full)
 
     def weight(self, t: str, known: dict[str, float]) -> float:
         if t in _PLACEHOLDERS:
@@ -224,14 +226,16 @@ class NearLine:
         return shared >= NEAR_MIN * self.total
 
 
-def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int] | None = None) -> tuple[float, str]:
+def near_match(
+    parts: Prepared, normalized: Iterable[str], title: dict[str, int] | None = None
+) -> tuple[float, str, float]:
     """The best IDF-weighted token-set Jaccard of the query's normalised key lines with the record's,
     and that record line; a record line without a query line's rarest word (``NearLine.key``) does
-    not count for that line."""
-    best, line = 0.0, ""
+    not count for that line; and that query line's worth (``NearLine.worth``)."""
+    best, line, worth = 0.0, "", 0.0
     near = parts.near if title is None else [n for n in parts.near if n.reachable(title)]
     if not near:
-        return best, line
+        return best, line, worth
     known = parts.weights.weights
     for theirs in normalized:
         other = _tokens(theirs)
@@ -243,8 +247,8 @@ def near_match(parts: Prepared, normalized: Iterable[str], title: dict[str, int]
             rest = sum(mine.weight(t, known) for t in other - mine.tokens)
             similarity = shared / (mine.total + rest) if mine.total + rest else 0.0
             if similarity > best:
-                best, line = similarity, theirs
-    return best, line
+                best, line, worth = similarity, theirs, mine.worth
+    return best, line, worth
 
 
 def _facts(
@@ -262,9 +266,9 @@ def _facts(
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = parts.signature_worth.get(sig, 1.0) if sig else 0.0
     if sig is None and indexed is not None and indexed.normalized:
-        similarity, line = near_match(parts, indexed.normalized, indexed.title)
+        similarity, line, line_info = near_match(parts, indexed.normalized, indexed.title)
         if similarity >= NEAR_MIN:
-            signature = NEAR_SCALE * similarity
+            signature = NEAR_SCALE * similarity * line_info
             sig = f"~{similarity:.2f} {digest(line)}"
     own = record.symbols
     shared = [s for s in parts.symbols if s in own]
@@ -385,9 +389,15 @@ def prepare(store: Store, query: Query) -> Prepared:
         # (`cuda11.0`, `AndroidStudio`); the records spell them apart: so do the query's words too.
         terms += [t for t in lexical.unique_terms(_GLUED.sub(" ", text)) if t not in terms]
     terms = terms[:MAX_QUERY_TERMS]
-    stats = store.term_stats(terms)
+    # A symbol is no rarer than the rarest word it is spelled with, in the store's text: `install`,
+    # `node` or `exception` taken for a name, or `go.mod`, are as common as their words are.
+    spelled = {s: words for s in symbols if (words := lexical.terms(s))}
+    stats = store.term_stats([*terms, *(w for words in spelled.values() for w in words)])
     counts = store.symbol_counts(symbols, stats.total) if symbols else {}
     worth = {s: symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
+    for s, words in spelled.items():
+        rarest = max(symbol_rarity(stats.doc_counts.get(w, 0), stats.total) for w in words)
+        worth[s] = min(worth[s], rarest)
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
@@ -409,8 +419,8 @@ def prepare(store: Store, query: Query) -> Prepared:
             break
         rare.append(term)
     lines = dict.fromkeys(_tokens(n) for a in analyses for n in a.normalized)
-    near = [NearLine(t, weights) for t in lines if t]
     full = SIGNATURE_FULL_WORDS * lexical.idf(1, max(1, stats.total))
+    near = [NearLine(t, weights, full) for t in lines if t]
     # An analysis's signatures are its distinct normalised lines' digests, in the same order.
     signature_worth = {
         s: line_worth(_tokens(n), weights, full)
