@@ -98,7 +98,8 @@ def terms_version() -> int:
 
 def store_health(memory: Memory) -> dict[str, object]:
     """The store's part of the report: migrations applied and pending, the problems an integrity
-    check finds, records, the full-text terms' version, the queue of automatic records; ``ok``."""
+    check finds, records, the versions of the full-text terms and of the key-line rules the records
+    were signed with, the queue of automatic records; ``ok``."""
     from .store.sqlite.store import SQLiteStore
 
     report: dict[str, object] = {"ok": False}
@@ -112,6 +113,10 @@ def store_health(memory: Memory) -> dict[str, object]:
         report["records"] = store.count()
         version, left = store.lexical_state()
         report["lexical"] = {"version": version, "current": terms_version(), "left": left}
+        from .analysis.indexing import SIGNATURE_VERSION
+
+        version, left = store.signature_state()
+        report["signatures"] = {"version": version, "current": SIGNATURE_VERSION, "left": left}
         if isinstance(store, SQLiteStore):
             # Written by a detached finisher after the hook (capture/finisher.py); a row given up on
             # stays for inspection.

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jiyi.analysis import demangle
+from jiyi.analysis import demangle, signature_rules
 from jiyi.analysis.signature import ALGORITHM, Analysis, analyze, key_line, search_words
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "data" / "clusters.jsonl"
@@ -1484,6 +1484,71 @@ KEYED = [
 @pytest.mark.parametrize(("log", "expected"), KEYED)
 def test_wrappers_and_decorations_are_never_the_key_line(log: str, expected: str) -> None:
     assert key_line(log) == expected
+
+
+SPRING = _text(
+    "2020-06-19 08:44:03.629 ERROR 4144 --- [           main] o.s.b.d.LoggingFailureAnalysisReporter   : ",
+    "",
+    "***************************",
+    "APPLICATION FAILED TO START",
+    "***************************",
+    "",
+    "Description:",
+    "",
+    "Failed to configure a DataSource: 'url' attribute is not specified and no embedded datasource "
+    "could be configured.",
+)
+
+
+def test_a_header_promotes_its_message_past_lines_that_say_nothing() -> None:
+    # Spring's banner stands over every start-up failure; the message follows `Description:`. The
+    # log line above it has an empty message (`Reporter :`): a header too.
+    found = analyze(SPRING)
+    message = "Failed to configure a DataSource: 'url' attribute is not specified and no embedded datasource"
+    assert found.normalized == (f"{message} could be configured",)
+    cmake = _text("CMake Error at CMakeLists.txt:5 (find_package):", "-----", '  Could not find a package "Qt5"')
+    assert key_line(cmake) == 'Could not find a package "Qt5"'
+
+
+def test_a_programs_own_lower_level_inside_an_error_prefix_is_no_key_line() -> None:
+    # npm 10 puts `npm error` before every line node-gyp writes, its `info` lines included.
+    log = _text(
+        "npm error gyp info it worked if it ends with ok",
+        "npm error gyp info using node-gyp@11.0.0",
+        "npm error gyp ERR! find Python",
+        "npm error gyp ERR! find Python Python is not set from command line or npm configuration",
+    )
+    assert analyze(log).normalized == (
+        "gyp ERR! find Python",
+        "gyp ERR! find Python Python is not set from command line or npm configuration",
+    )
+    # Without an error prefix the words are the line's own: `Post http://…` is no level.
+    post = "Post http:///var/run/docker.sock/v1.20/containers/create: dial unix /var/run/docker.sock: no such file"
+    assert analyze(post).signatures
+
+
+def test_gits_consequence_yields_to_its_cause_and_is_a_key_line_only_alone() -> None:
+    cause = _text(
+        "Cloning into 'cs220'...",
+        "git@github.com: Permission denied (publickey).",
+        "fatal: Could not read from remote repository.",
+        "",
+        "Please make sure you have the correct access rights",
+    )
+    assert analyze(cause).normalized == ("Permission denied (publickey)",)  # who answered is not kept
+    hung = _text("Host key verification failed.", "fatal: The remote end hung up unexpectedly")
+    assert analyze(hung).normalized == ("Host key verification failed",)
+    alone = "fatal: The remote end hung up unexpectedly"
+    assert analyze(alone).normalized == ("The remote end hung up unexpectedly",)
+
+
+def test_with_the_rules_off_the_family_header_and_consequence_are_plain_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(signature_rules, "RULES", False)
+    assert "APPLICATION FAILED TO START" in analyze(SPRING.split("\n", 2)[2]).normalized
+    hung = _text("Host key verification failed.", "fatal: The remote end hung up unexpectedly")
+    assert analyze(hung).normalized[0] == "The remote end hung up unexpectedly"
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from ..records import Record
 from . import lexical
 
+# How key lines are chosen and normalised (signature.py, signature_rules.py), as a number a store
+# keeps: bumped when a change gives stored texts other signatures, so a store signed before re-signs
+# its records (store/reindex.py) rather than miss them. Here, not in signature.py: a store checks it
+# on every open, and the signature rules cost ~10 ms to import. Version 2: headers promote their
+# message past lines that say nothing (Spring's banner), a program's own lower level inside an error
+# prefix is no key line (`npm error gyp info`), git's consequences yield to their cause.
+SIGNATURE_VERSION = 2
+
 
 @dataclass(frozen=True)
 class Derived:

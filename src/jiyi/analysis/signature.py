@@ -126,7 +126,7 @@ class _Candidate:
     __slots__ = ("canonical", "content", "exception", "index", "tier")
 
     def __init__(self, tier: int, exception: bool, index: int, content: str, canonical: str | None) -> None:
-        self.tier = tier  # 0 well-known failure, 1 explicit error, 2 error-ish words
+        self.tier = tier  # 0 well-known failure, 1 explicit error, 2 error-ish words, 3 a consequence
         self.exception = exception
         self.index = index
         self.content = content
@@ -149,8 +149,10 @@ def _classify(index: int, content: str) -> _Candidate | None:
     # Most lines of a log are chatter: one cheap keyword search settles them before the big tables.
     if canonical is None and not exception and not R.WEAK.search(lower) and not R.STRONG_START.match(content):
         return None
-    if R.is_wrapper(content, lower):
+    if R.is_wrapper(content, lower) or (body != content and R.NESTED_LEVEL.match(body)):
         return None
+    if R.is_consequence(body):
+        return _Candidate(3, False, index, content, canonical)
     if exception:
         # A well-known exception is not promoted past a later one: of a chained traceback the
         # last exception stays the first key line, the earlier one the second.
@@ -170,10 +172,12 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
         content, prompt = _content(line)
         if prompt or not content:
             continue
-        if R.HEADERS.search(content):
+        if R.is_header(content):
             # "thread 'main' panicked at '", "CMake Error at x:1 (f):": the message follows.
             promote = True
             continue
+        if promote and R.SAYS_NOTHING.match(content):
+            continue  # `*****`, `Description:`: the message is further on
         c = _classify(i, content)
         if promote and not R.is_wrapper(content, content.lower()):
             c = c or _Candidate(1, False, i, content, None)
@@ -266,6 +270,7 @@ _PLURAL = compile_rx(
 )
 _SPACE = compile_rx(r"\s+")
 _WERROR = compile_rx(r"\[-Werror=", _A)
+_ANSWERED_BY = compile_rx(r"^\s*<email>:\s+", _A)
 _JAVA_INNER = compile_rx(r"(?<![\w$.])(?:[a-z][\w$]*\.)+[A-Z][\w$]*(?:Error|Exception):\s", _A)
 
 
@@ -324,6 +329,8 @@ def _mask(s: str) -> str:
     s = _WERROR.sub("[-W", s)  # [-Werror=x] is [-Wx] under -Werror
     # Windows spells $PATH %PATH%; OpenSSL 3 writes "self-signed" where 1.1 wrote "self signed".
     s = s.replace("%PATH%", "$PATH").replace("self signed", "self-signed")
+    # `git@github.com: Permission denied (publickey)`: who answered, not what failed.
+    s = _ANSWERED_BY.sub("", s)
     return _SPACE.sub(" ", s).strip().rstrip(".:;, ")[:500]
 
 
@@ -369,7 +376,7 @@ def _analyze(text: str) -> Analysis:
     keys: list[str] = []
     norms: list[str] = []
     near: list[int] = []
-    limit = 2
+    limit = 3  # a consequence (tier 3) only when it is the first candidate
     for tried, c in enumerate(_candidates(lines)):
         # Beside an explicit error, a line that merely sounds like one ("pkg-config exited with
         # status code 1") is no second key: it would make look-alike failures share a signature.

@@ -141,9 +141,36 @@ def is_wrapper(content: str, lower: str) -> bool:
 # Headers: the error's own message is on the next line that says anything.
 HEADERS = compile_rx(
     r"""(?:^thread\s'[^']*'(?:\s\([0-9]+\))?\spanicked\sat\s(?:'|\S+:[0-9]+:[0-9]+:)$ | ^CMake\sError\sat\s.*:$
-      | ^\*\sWhat\swent\swrong:$ | ^ERROR\sin\s\S+$)""",
+      | ^\*\sWhat\swent\swrong:$ | ^ERROR\sin\s\S+$
+      | ^.*\b(?:ERROR|SEVERE|FATAL)\b.*\S\s:$)  # a log line's empty message: `ERROR 1 --- [main] o.s.b.Reporter :`""",
     V,
 )
+# A family's header, off with the rules: Spring Boot's banner over every start-up failure, whose
+# message follows a `Description:` label.
+_FAMILY_HEADERS = compile_rx(r"^\*{0,40}\s*APPLICATION\sFAILED\sTO\sSTART\s*\*{0,40}$", A)
+# Lines that say nothing between a header and its message: decoration (`*****`, `-----`) and a
+# section label (`Description:`).
+SAYS_NOTHING = compile_rx(r"^(?:[\W_]+|[A-Z][a-z]+:)$", A)
+# Inside an error prefix, a program's own lower level: npm 10 prints `npm error` before every line
+# node-gyp writes, `gyp info it worked if it ends with ok` included.
+NESTED_LEVEL = compile_rx(r"^[\w.-]+\s(?:info|verb|verbose|http|timing|silly|sill|notice|debug)\b", A)
+# What a tool says after the cause, whatever the cause was, off with the rules: a key line only when
+# nothing else in the text is one. git prints these after `Permission denied (publickey).`, `Host key
+# verification failed.`, `RPC failed` and a dozen other causes.
+_CONSEQUENCES = compile_rx(
+    r"^(?:fatal:\s*)?(?:[Cc]ould\snot\sread\sfrom\sremote\srepository|[Tt]he\sremote\send\shung\sup\sunexpectedly)", A
+)
+
+
+def is_header(content: str) -> bool:
+    """A line whose message follows on the next line that says anything (HEADERS)."""
+    return bool(HEADERS.search(content)) or (RULES and bool(_FAMILY_HEADERS.match(content)))
+
+
+def is_consequence(content: str) -> bool:
+    return RULES and bool(_CONSEQUENCES.match(content))
+
+
 # Context, never a key line even with an error word in it: hints, notes, warnings, stack frames.
 CONTEXT = compile_rx(
     r"""(?:^(?i:hint|note|help|info|warning|warn)(?:\[[^\]]*\])?[:\s] | ^=\s(?:note|help):

@@ -71,6 +71,14 @@ def _lexical_line(state: dict[str, int]) -> str:
     return line
 
 
+def _signature_line(state: dict[str, int]) -> str:
+    line = f"signatures: key-line rules version {state['version']}"
+    if state["version"] < state["current"]:
+        # Not a problem either: a record not yet re-signed is found by its words and near key lines.
+        line += f", re-signing to {state['current']}: {state['left']} records left (jiyi reindex finishes it)"
+    return line
+
+
 @click.command("reindex")
 @click.option("--terms", "terms_only", is_flag=True, help="Only bring the search terms up to date (fast).")
 def reindex_command(terms_only: bool) -> None:

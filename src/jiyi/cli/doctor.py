@@ -16,7 +16,7 @@ from ..memory import Memory
 from ..store.sqlite.store import SQLiteStore
 from . import _locale
 from .common import emit_json, json_option
-from .data import _lexical_line
+from .data import _lexical_line, _signature_line
 
 
 @click.command("doctor")
@@ -70,6 +70,8 @@ def doctor_command(fix: bool, as_json: bool) -> None:
             click.echo(f"records: {report['records']}")
         if "lexical" in report:
             click.echo(_lexical_line(report["lexical"]))  # type: ignore[arg-type]
+        if "signatures" in report:
+            click.echo(_signature_line(report["signatures"]))  # type: ignore[arg-type]
         queued = report.get("auto_records_queued")
         if isinstance(queued, dict) and (queued["waiting"] or queued["given_up"]):
             click.echo(

@@ -329,6 +329,24 @@ class Store(ABC):
         """Record that every record's terms were just re-derived with ``version``."""
         return None
 
+    # The version of the key-line rules the records were signed with (indexing.SIGNATURE_VERSION;
+    # reindex.py). A store whose records are signed elsewhere (the team store: each machine signs
+    # what it pushes) reports them current and has nothing to upgrade.
+    def signature_state(self) -> tuple[int, int]:
+        """(version every record was signed with, records still to look at)."""
+        from ..analysis.indexing import SIGNATURE_VERSION
+
+        return SIGNATURE_VERSION, 0
+
+    def upgrade_signatures(self, batch: int) -> int:
+        """Re-sign up to ``batch`` more records (one transaction) where the rules changed their
+        signatures; returns how many were looked at."""
+        return 0
+
+    def signatures_rebuilt(self, version: int) -> None:
+        """Record that every record was just signed with ``version``."""
+        return None
+
     @abstractmethod
     def revisions(self, hexid: str) -> list[Revision]: ...
 

@@ -25,9 +25,13 @@ from dataclasses import dataclass, replace
 
 from ..analysis.indexing import derive
 from ..analysis.signature import ALGORITHM, analyze, digest
+from ..records import Record
 from .base import Store
 
 BATCH = 500  # records a transaction (~17 ms): other writers wait no longer than that
+# Re-signing analyses each record's text again (~0.2 ms; the few whose key lines changed are written
+# anew): fewer a transaction, for the same short wait.
+SIGN_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -50,24 +54,51 @@ def upgrade_terms(store: Store, progress: Callable[[int], None] | None = None, *
     return done
 
 
+def resigned(record: Record, algorithm: str, normalized: tuple[str, ...]) -> Record:
+    """``record`` signed anew from its ``what``, the signatures its session's failure gave it carried
+    over (those its stored ``normalized`` lines under ``algorithm`` do not explain)."""
+    from_what = {digest(line, algorithm) for line in normalized} if algorithm else set()
+    carried = [s for s in record.signatures if s not in from_what]
+    analysis = analyze(record.what)
+    signatures = tuple(dict.fromkeys([*analysis.signatures, *carried]))
+    symbols = tuple(dict.fromkeys([*analysis.symbols, *record.symbols]))[:64]
+    return replace(record, signatures=signatures, symbols=symbols)
+
+
+def signed_alike(what: str, algorithm: str, normalized: tuple[str, ...]) -> bool:
+    """Whether ``what`` is signed now as it was (same algorithm, same normalised key lines): most
+    records are, after a change of the key-line rules, and re-signing them would only cost."""
+    return algorithm == ALGORITHM and analyze(what).normalized == normalized
+
+
+def upgrade_signatures(store: Store, progress: Callable[[int], None] | None = None) -> int:
+    """Re-sign the records signed under an older ``indexing.SIGNATURE_VERSION``, ``SIGN_BATCH`` a
+    transaction, resumable; returns how many records were looked at."""
+    done = 0
+    while step := store.upgrade_signatures(SIGN_BATCH):
+        done += step
+        if progress:
+            progress(step)
+    return done
+
+
 def reindex(store: Store, progress: Callable[[int], None] | None = None) -> ReindexReport:
+    from ..analysis.indexing import SIGNATURE_VERSION
     from ..analysis.lexical import VERSION
 
     seen = changed = 0
     for record in list(store.iter_records()):
         algorithm, normalized = store.signed_with(record.hex)
-        from_what = {digest(line, algorithm) for line in normalized} if algorithm else set()
-        carried = [s for s in record.signatures if s not in from_what]
-        analysis = analyze(record.what)
-        signatures = tuple(dict.fromkeys([*analysis.signatures, *carried]))
-        symbols = tuple(dict.fromkeys([*analysis.symbols, *record.symbols]))[:64]
-        updated = replace(record, signatures=signatures, symbols=symbols)
+        updated = resigned(record, algorithm, normalized)
+        signatures, symbols = updated.signatures, updated.symbols
         store.reindex_record(updated, derive(updated))
         seen += 1
         before = (set(record.signatures), set(record.symbols), algorithm)
         changed += before != (set(signatures), set(symbols), ALGORITHM)
         if progress:
             progress(1)
-    # Every live record's terms were just derived anew (forgotten ones have none indexed).
+    # Every live record's terms were just derived anew (forgotten ones have none indexed), and every
+    # record signed with the current rules.
     store.lexical_rebuilt(VERSION)
+    store.signatures_rebuilt(SIGNATURE_VERSION)
     return ReindexReport(seen, changed)

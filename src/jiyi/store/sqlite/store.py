@@ -28,6 +28,7 @@ from ..base import (
 from .lexical import SQLiteLexical
 from .search import SQLiteSearch
 from .sessions import SQLiteSessions
+from .signing import SQLiteSigning
 
 if TYPE_CHECKING:
     from ...analysis.indexing import Derived
@@ -74,10 +75,10 @@ def _load_indexes(db: sqlite3.Connection, hexids: list[str]) -> _Loaded:
 _SORT_MATCHES = 5000
 
 
-class SQLiteStore(SQLiteLexical, SQLiteSearch, SQLiteSessions, Store):
+class SQLiteStore(SQLiteLexical, SQLiteSigning, SQLiteSearch, SQLiteSessions, Store):
     """The embedded store: one SQLite file in WAL mode under ``JIYI_HOME``, the ``Store`` interface
     whole (records here; look-ups in ``search``, sessions in ``sessions``, term versions in
-    ``lexical``, the connection in ``connection``)::
+    ``lexical``, signature versions in ``signing``, the connection in ``connection``)::
 
         store = SQLiteStore(Path(home) / "jiyi.db")
     """
@@ -85,6 +86,7 @@ class SQLiteStore(SQLiteLexical, SQLiteSearch, SQLiteSessions, Store):
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
         super().__init__(path, busy_timeout_ms=busy_timeout_ms)
         self._upgrade_terms_on_open()
+        self._resign_on_open()
 
     # -- records -----------------------------------------------------------------------------
     def _row_to_record(
