@@ -21,11 +21,11 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Set D and the second re-split"): every cluster below c600
-is ``tune`` (the 29 the rules were written against, sets A and B, and set C, each looked at before this
-split was fixed); set D, ids from c600 on, gathered afterwards and not run before the split was
-committed, is ``test``; a query has its cluster's split. Tune on ``--split tune``; ``--split test``
-only to report.
+The split is frozen (bench/data/README.md, "Set E and the third re-split"): every cluster below c800
+is ``tune`` (the 29 the rules were written against, sets A and B, set C and set D, each looked at
+before this split was fixed); set E, ids from c800 on (``clusters_e.jsonl``, ``queries_e.jsonl``),
+gathered afterwards and not run before the split was committed, is ``test``; a query has its
+cluster's split. Tune on ``--split tune``; ``--split test`` only to report.
 
 Reported per split and system: recurring top-1, MRR@5, look-alike confusion (share of recurring
 queries whose top-1 is a cluster named in the true cluster's ``hard_negative_of``), natural-language
