@@ -125,6 +125,16 @@ def test_a_symbol_is_no_rarer_than_the_words_it_is_spelled_with(store: Store) ->
     assert searched(store, "`zstd_decompress_stream` fails")[0].record.hex == rare.hex
 
 
+def test_a_symbol_of_words_found_in_almost_every_error_names_nothing(store: Store) -> None:
+    # `errors` of a JSON answer is taken for a name; like the word in lexical (GENERIC), it says
+    # nothing about which error it is, however few records hold it yet.
+    put(store, made("Node ESM import", what='import failed: {"errors": ["ERR_MODULE_NOT_FOUND"]}', signatures=()))
+    sealed = put(store, made("Vault is sealed: unseal it", what="Vault API answers 503: Vault is sealed", symbols=()))
+    hits = searched(store, 'HTTP/1.1 503 Service Unavailable\n{"errors":["Vault is sealed"]}')
+    assert hits[0].record.hex == sealed.hex
+    assert all(strengths(h)["code_symbol"][0] == 0.0 for h in hits)
+
+
 def test_a_near_copy_of_a_line_of_no_information_is_no_evidence(store: Store) -> None:
     # pytest's `=== ERRORS ===` and a Markdown `**Errors:**` are one word apart from nothing: the same
     # word, nearly the same line, and no sign of the same failure.

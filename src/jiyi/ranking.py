@@ -390,14 +390,16 @@ def prepare(store: Store, query: Query) -> Prepared:
         terms += [t for t in lexical.unique_terms(_GLUED.sub(" ", text)) if t not in terms]
     terms = terms[:MAX_QUERY_TERMS]
     # A symbol is no rarer than the rarest word it is spelled with, in the store's text: `install`,
-    # `node` or `exception` taken for a name, or `go.mod`, are as common as their words are.
+    # `node` or `exception` taken for a name, or `go.mod`, are as common as their words are. One spelled
+    # only with words found in almost every error (`errors` of a JSON answer; lexical.GENERIC) names
+    # nothing, as those words alone are no lexical evidence either.
     spelled = {s: words for s in symbols if (words := lexical.terms(s))}
     stats = store.term_stats([*terms, *(w for words in spelled.values() for w in words)])
     counts = store.symbol_counts(symbols, stats.total) if symbols else {}
     worth = {s: symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
     for s, words in spelled.items():
         rarest = max(symbol_rarity(stats.doc_counts.get(w, 0), stats.total) for w in words)
-        worth[s] = min(worth[s], rarest)
+        worth[s] = 0.0 if all(w in lexical.GENERIC for w in words) else min(worth[s], rarest)
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
     weights = lexical.QueryWeights.of(terms, idf)
