@@ -235,7 +235,7 @@ def test_the_admin_command_finishes_every_team(pg_schema: tuple[str, str], db: P
     _make_old(other)
     args = ["team", "admin", "reindex", "--dsn", dsn, "--schema", schema]
     refused = CliRunner().invoke(main, args)
-    assert refused.exit_code == 2 and "--terms" in refused.output
+    assert refused.exit_code == 2 and "--terms" in refused.output and "--signatures" in refused.output
     one = CliRunner().invoke(main, [*args, "--terms", "--team", "beta", "--json"])
     assert one.exit_code == 0, one.output
     assert json.loads(one.output) == {

@@ -170,24 +170,28 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
 
 
 @admin_group.command("reindex")
-@click.option("--terms", "terms_only", is_flag=True, help="Re-derive the full-text search terms (required).")
+@click.option("--terms", "terms", is_flag=True, help="Re-derive the full-text search terms.")
+@click.option("--signatures", "signatures", is_flag=True, help="Re-sign records signed with older key-line rules.")
 @click.option("--team", default=None, help="Only this team (name or id; default: every team).")
 @dsn_option
 @schema_option
 @json_option
-def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, as_json: bool) -> None:
-    """Bring the teams' full-text search terms up to the current version, a batch a transaction.
+def reindex_command(terms: bool, signatures: bool, team: str | None, dsn: str, schema: str, as_json: bool) -> None:
+    """Bring the teams' full-text search terms (--terms) and their records' signatures (--signatures)
+    up to the current versions, a batch a transaction.
 
     Safe while servers serve and pushes arrive; stopped anywhere, the next run (or server start)
-    resumes. Only the terms: each machine re-signs its own records (jiyi reindex) and pushes them.
+    resumes. A re-signed record gets a new sequence number: members pull its new signatures.
     """
-    if not terms_only:
-        raise click.UsageError("give --terms: on the server only the search terms are re-derived")
+    if not (terms or signatures):
+        raise click.UsageError("give --terms, --signatures or both")
+    from ..analysis.indexing import SIGNATURE_VERSION
     from ..analysis.lexical import VERSION
     from ..store.postgres.store import PgStore
-    from ..store.postgres.upgrade import old_teams, upgrade_team
+    from ..store.postgres.upgrade import old_signed_teams, old_teams, resign_team, upgrade_team
 
     report: list[dict[str, Any]] = []
+    signed: list[dict[str, Any]] = []
     with database(dsn, schema) as db:
         try:
             teams = {t.id: t.name for t in db.list_teams()}
@@ -195,25 +199,43 @@ def reindex_command(terms_only: bool, team: str | None, dsn: str, schema: str, a
             if team is not None:  # a name first, as every admin command takes it; else an id
                 named = [i for i, n in teams.items() if n == team]
                 wanted = named or [db.team_id(int(team) if team.isdigit() else team)]
-            old = set(old_teams(db, VERSION))
+            old = set(old_teams(db, VERSION)) if terms else set()
+            unsigned = set(old_signed_teams(db, SIGNATURE_VERSION)) if signatures else set()
             with progress() as bar:
                 for team_id in wanted:
                     store = PgStore(db, team_id)
-                    done = 0
-                    if team_id in old:
-                        _, left = store.lexical_state()
-                        task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
-                        done = upgrade_team(store, functools.partial(bar.advance, task))
-                    version = store.lexical_state()[0]
-                    report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
+                    if terms:
+                        done = 0
+                        if team_id in old:
+                            _, left = store.lexical_state()
+                            task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
+                            done = upgrade_team(store, functools.partial(bar.advance, task))
+                        version = store.lexical_state()[0]
+                        report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
+                    if signatures:
+                        done = 0
+                        if team_id in unsigned:
+                            _, left = store.signature_state()
+                            task = bar.add_task(f"signatures of {teams[team_id]}", total=left)
+                            done = resign_team(store, functools.partial(bar.advance, task))
+                        version = store.signature_state()[0]
+                        signed.append({"team": teams[team_id], "id": team_id, "looked_at": done, "version": version})
         except JiyiError as exc:
             fail(exc)
     if as_json:
-        emit_json({"current": VERSION, "teams": report})
+        out: dict[str, Any] = {"current": VERSION, "teams": report} if terms else {}
+        if signatures:
+            out["signatures"] = {"current": SIGNATURE_VERSION, "teams": signed}
+        emit_json(out)
         return
     for entry in report:
         click.echo(
             f"{entry['team']}: search terms of {entry['upgraded']} records re-derived, version {entry['version']}"
         )
-    if not report:
+    for entry in signed:
+        click.echo(
+            f"{entry['team']}: {entry['looked_at']} records looked at for re-signing, key-line rules version "
+            f"{entry['version']}"
+        )
+    if not (report or signed):
         click.echo("no teams yet")

@@ -330,8 +330,7 @@ class Store(ABC):
         return None
 
     # The version of the key-line rules the records were signed with (indexing.SIGNATURE_VERSION;
-    # reindex.py). A store whose records are signed elsewhere (the team store: each machine signs
-    # what it pushes) reports them current and has nothing to upgrade.
+    # reindex.py). A store that keeps none reports its records current and has nothing to upgrade.
     def signature_state(self) -> tuple[int, int]:
         """(version every record was signed with, records still to look at)."""
         from ..analysis.indexing import SIGNATURE_VERSION

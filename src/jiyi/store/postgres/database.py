@@ -28,7 +28,7 @@ import psycopg
 import psycopg_pool
 from psycopg.rows import TupleRow
 
-from ...analysis import lexical
+from ...analysis import indexing, lexical
 from ...errors import InvalidArgument, Unavailable
 from ...records import now
 from . import migrations
@@ -241,6 +241,10 @@ class PgDatabase:
                 raise InvalidArgument("team", f"already exists: {name}")
             # A new team has no records: its index is current (a team without this row reads as old).
             cur.execute("INSERT INTO lexical_versions (team_id, version) VALUES (%s, %s)", (row[0], lexical.VERSION))
+            cur.execute(
+                "INSERT INTO signature_versions (team_id, version) VALUES (%s, %s)",
+                (row[0], indexing.SIGNATURE_VERSION),
+            )
         return int(row[0])
 
     def list_teams(self) -> list[Team]:

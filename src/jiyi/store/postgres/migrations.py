@@ -464,6 +464,22 @@ migration(
 )
 
 
+# Per team, the version of the key-line rules its records were signed with (analysis.indexing.
+# SIGNATURE_VERSION; store/postgres/signing.py) and the cursor of a re-signing under way, as
+# m007_lexical_versions does for the terms. A team without a row was signed before versions were kept.
+migration(
+    "m017_signature_versions",
+    """
+    CREATE TABLE signature_versions (
+        team_id bigint PRIMARY KEY,
+        version integer NOT NULL,
+        upgrade_to integer,
+        after_rid bigint NOT NULL DEFAULT 0
+    );
+    """,
+)
+
+
 def recorded(conn: psycopg.Connection[Any]) -> list[str]:
     """The names ``conn``'s schema (its search_path) recorded, in the order applied; none without
     a ``_migrations``. Reads only."""

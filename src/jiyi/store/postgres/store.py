@@ -3,8 +3,9 @@
 Every statement names the team (primary keys start with ``team_id``), so one database holds many
 teams and none can read, search or change another's records. The parts: records here (their rows
 in ``rows``), look-ups and full text in ``search``, the full-text terms' version in
-``store.postgres.lexical``, sessions in ``sessions``, and the team server's own operations (merge a push,
-changes since a cursor, verifications) in ``store.postgres.team``, exposed here as methods.
+``store.postgres.lexical``, the key-line rules' version in ``signing``, sessions in ``sessions``, and
+the team server's own operations (merge a push, changes since a cursor, verifications) in
+``store.postgres.team``, exposed here as methods.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .database import Cursor, Member, PgDatabase, Team
 from .lexical import PgLexical
 from .rows import PUT_AUTHORED_SQL, PUT_SQL, SELECT, record_row, row_record
 from .sessions import PgSessions
+from .signing import PgSigning
 
 if TYPE_CHECKING:
     from ...analysis.indexing import Derived
@@ -39,7 +41,7 @@ def _topic_mutex(db: PgDatabase) -> threading.Lock:
         return _TOPIC_MUTEXES.setdefault(db, threading.Lock())
 
 
-class PgStore(PgLexical, PgSessions, Store):
+class PgStore(PgLexical, PgSigning, PgSessions, Store):
     """The records of team ``team`` (its id) in ``db``. Safe to share between threads: each call
     takes a pooled connection for one transaction.
 

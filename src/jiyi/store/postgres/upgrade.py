@@ -1,6 +1,7 @@
-"""Bringing a team database's full-text terms up to the current ``analysis.lexical.VERSION``: a
-bounded while when a server starts, the rest by ``jiyi team admin reindex --terms`` (the steps of
-one batch are ``lexical.PgLexical.upgrade_lexical``'s).
+"""Bringing a team database's full-text terms up to the current ``analysis.lexical.VERSION``, and its
+records' signatures up to ``analysis.indexing.SIGNATURE_VERSION``: a bounded while when a server
+starts, the rest by ``jiyi team admin reindex --terms`` / ``--signatures`` (the steps of one batch are
+``lexical.PgLexical.upgrade_lexical``'s and ``signing.PgSigning.upgrade_signatures``').
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from ...analysis.indexing import SIGNATURE_VERSION
 from ...analysis.lexical import VERSION
 from ...errors import Unavailable
 from .database import PgDatabase
@@ -38,25 +40,48 @@ def upgrade_team(store: PgStore, progress: Callable[[int], None] | None = None) 
     return done
 
 
+def resign_team(store: PgStore, progress: Callable[[int], None] | None = None) -> int:
+    """Re-sign the rest of ``store``'s team as ``upgrade_team`` re-derives its terms; returns how
+    many records this call looked at."""
+    done = 0
+    while step := store.upgrade_signatures(BATCH, wait=True):
+        done += step
+        if progress:
+            progress(step)
+    return done
+
+
 def upgrade_on_start(db: PgDatabase, seconds: float = UPGRADE_ON_START_S) -> int:
-    """Re-derive older teams' terms for up to ``seconds``; returns how many records were. Several
-    processes starting at once do not queue: a team another one is upgrading is left to it. A
-    failure is logged and left for the next start or the admin command: serving comes first."""
+    """Re-derive older teams' terms, then re-sign teams signed with older key-line rules, for up to
+    ``seconds``; returns how many records were. Several processes starting at once do not queue: a
+    team another one is upgrading is left to it. A failure is logged and left for the next start or
+    the admin command: serving comes first."""
     deadline = time.monotonic() + seconds
     done = 0
     try:
-        # At least one batch, however short the time: every start moves an upgrade on.
-        for team in old_teams(db, VERSION):
-            store = PgStore(db, team)
-            while True:
-                step = store.upgrade_lexical(BATCH, wait=False)
-                done += step
-                if step < BATCH or time.monotonic() >= deadline:
-                    break
-            if time.monotonic() >= deadline:
-                break
+        done += _batches(db, old_teams(db, VERSION), lambda s: s.upgrade_lexical(BATCH, wait=False), deadline)
     except Unavailable as exc:
         log.warning("re-deriving search terms at start: %s", exc)
+    try:
+        found = old_signed_teams(db, SIGNATURE_VERSION)
+        done += _batches(db, found, lambda s: s.upgrade_signatures(BATCH, wait=False), deadline)
+    except Unavailable as exc:
+        log.warning("re-signing records at start: %s", exc)
+    return done
+
+
+def _batches(db: PgDatabase, teams: list[int], step: Callable[[PgStore], int], deadline: float) -> int:
+    # At least one batch, however short the time: every start moves an upgrade on.
+    done = 0
+    for team in teams:
+        store = PgStore(db, team)
+        while True:
+            n = step(store)
+            done += n
+            if n < BATCH or time.monotonic() >= deadline:
+                break
+        if time.monotonic() >= deadline:
+            break
     return done
 
 
@@ -66,6 +91,17 @@ def old_teams(db: PgDatabase, target: int) -> list[int]:
         cur.execute(
             "SELECT t.id FROM teams t LEFT JOIN lexical_versions l ON l.team_id = t.id "
             "WHERE coalesce(l.version, 1) < %s ORDER BY t.id",
+            (target,),
+        )
+        return [int(row[0]) for row in cur.fetchall()]
+
+
+def old_signed_teams(db: PgDatabase, target: int) -> list[int]:
+    """The ids of the teams whose records were signed with key-line rules older than ``target``."""
+    with db.cursor() as cur:
+        cur.execute(
+            "SELECT t.id FROM teams t LEFT JOIN signature_versions s ON s.team_id = t.id "
+            "WHERE coalesce(s.version, 1) < %s ORDER BY t.id",
             (target,),
         )
         return [int(row[0]) for row in cur.fetchall()]
