@@ -135,6 +135,33 @@ def test_a_symbol_of_words_found_in_almost_every_error_names_nothing(store: Stor
     assert all(strengths(h)["code_symbol"][0] == 0.0 for h in hits)
 
 
+def test_past_the_lexical_cap_more_of_the_query_still_decides_between_look_alikes(store: Store) -> None:
+    # Both records hold the message word for word, so both fill the lexical signal; only one also
+    # names the stylesheet the query failed on: it goes first, before the newer one.
+    message = (
+        "Module parse failed: Unexpected token (1:0)\nYou may need an appropriate loader to handle this file type."
+    )
+    css = put(
+        store,
+        made(
+            "webpack: Module parse failed on an imported stylesheet: add css-loader",
+            what=f"ERROR in ./node_modules/widget/index.css\n{message}",
+            signatures=(),
+            symbols=(),
+            updated=stamp(0.01),
+        ),
+    )
+    js = put(
+        store,
+        made("webpack: Module parse failed on new syntax in a dependency", what=message, signatures=(), symbols=()),
+    )
+    for i in range(12):  # stylesheets are common in the store: their words weigh less than the message's
+        put(store, made(f"theme {i}", what=f"index.css of theme {i} loaded", signatures=(), symbols=()))
+    hits = rank(store, Query(text=f"ERROR in ./index.css\n{message}", project_key="elsewhere"), limit=5, now=NOW)
+    assert [h.record.hex for h in hits[:2]] == [css.hex, js.hex]
+    assert strengths(hits[0])["lexical"][0] == strengths(hits[1])["lexical"][0] == 1.0
+
+
 def test_a_near_copy_of_a_line_of_no_information_is_no_evidence(store: Store) -> None:
     # pytest's `=== ERRORS ===` and a Markdown `**Errors:**` are one word apart from nothing: the same
     # word, nearly the same line, and no sign of the same failure.

@@ -277,6 +277,7 @@ def _facts(
     known = sum(1 for s in parts.symbols if worth.get(s, 1.0) > 0)
     denominator = max(1, min(known, len(own), SYMBOLS_FOR_FULL))
     strength, matched = cover
+    strength = min(1.0, strength)  # cover may be lexical.evidence, past the cap
     if strength < LEXICAL_FLOOR:
         strength = 0.0
     env = record.environment
@@ -317,8 +318,12 @@ CONTEXT = ("environment", "recency", "trust", "evidence")
 _CONTEXT_AT = tuple(_ORDER.index(name) for name in CONTEXT)
 
 
-def _topical(strengths: list[float]) -> float:
-    return sum(WEIGHTS[_ORDER[i]] * strengths[i] for i in _TOPICAL_AT)
+def _topical(strengths: list[float], lexical_evidence: float = 0.0) -> float:
+    # Past its cap, lexical evidence still counts here (context_share): of two records whose words
+    # both fill the lexical signal, the one holding more of the query keeps more of its context, so an
+    # os match cannot decide between look-alikes that one of them matches word for word better.
+    extra = max(0.0, lexical_evidence - strengths[2]) if strengths[2] > 0 else 0.0
+    return sum(WEIGHTS[_ORDER[i]] * strengths[i] for i in _TOPICAL_AT) + WEIGHTS["lexical"] * extra
 
 
 def context_share(topical: float, best: float) -> float:
@@ -459,7 +464,7 @@ def rank(
     lengths = lexical.relative_length({h: indexed[h].length for h in candidates if h in indexed})
     for h in candidates:
         fields = indexed.get(h, nothing)
-        covers[h] = lexical.strength(parts.weights, fields.title, fields.body, lengths.get(h, 1.0))
+        covers[h] = lexical.evidence(parts.weights, fields.title, fields.body, lengths.get(h, 1.0))
     # A candidate found by its words alone that shares too few of them with the query cannot make a
     # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record), unless
     # it names one of the query's symbols or its key line nearly matches the query's.
@@ -487,14 +492,17 @@ def rank(
         strengths = _facts(r, query, parts, covers[r.hex], moment, indexed.get(r.hex))[0]
         if any(strengths[i] > 0 for i in _TOPICAL_AT):
             facts.append((strengths, r))
-    best = max((_topical(s) for s, _ in facts), default=0.0)
-    counted: list[tuple[float, str, Record, float]] = []
+    best = max((_topical(s, covers[r.hex][0]) for s, r in facts), default=0.0)
+    counted: list[tuple[float, float, str, Record, float]] = []
     for strengths, r in facts:
-        share = context_share(_topical(strengths), best)
+        share = context_share(_topical(strengths, covers[r.hex][0]), best)
         for i in _CONTEXT_AT:
             strengths[i] *= share
-        counted.append((_total(strengths), r.updated, r, share))
-    # Best first; a reverse sort is stable too: equal (score, updated) keep the order loaded.
-    counted.sort(key=lambda c: (c[0], c[1]), reverse=True)
+        # Rounded: equal sums of the same signals may differ in their last bits, and then the
+        # tie-breaks below would not decide.
+        counted.append((round(_total(strengths), 9), covers[r.hex][0], r.updated, r, share))
+    # Best first; equal scores: the record holding more of the query's words (lexical evidence past
+    # its cap), then the newer. A reverse sort is stable too: full ties keep the order loaded.
+    counted.sort(key=lambda c: (c[0], c[1], c[2]), reverse=True)
     hits = counted[:limit]
-    return [score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex], share) for _, _, r, share in hits]
+    return [score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex], share) for _, _, _, r, share in hits]

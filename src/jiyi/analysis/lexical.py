@@ -275,9 +275,19 @@ FULL_MATCH_REST = 0.25
 def strength(
     query: QueryWeights, title: dict[str, int], body: dict[str, int], length: float = 1.0
 ) -> tuple[float, list[str]]:
+    """``evidence`` capped at 1.0: the lexical signal's strength."""
+    found, matched = evidence(query, title, body, length)
+    return min(1.0, found), matched
+
+
+def evidence(
+    query: QueryWeights, title: dict[str, int], body: dict[str, int], length: float = 1.0
+) -> tuple[float, list[str]]:
     """Field-weighted, saturating relevance of a record's terms (``title``: title and key lines,
-    ``body``; counts) to the query, 1.0 when it holds the query's heaviest words in its title.
-    ``length``: the record's length against its fellow candidates' (``relative_length``).
+    ``body``; counts) to the query, 1.0 when it holds the query's heaviest words in its title, more
+    when it holds more of the query's words than that (``strength`` caps it; ranking.py still tells
+    apart two records past the cap by it). ``length``: the record's length against its fellow
+    candidates' (``relative_length``).
 
     Generic words alone (``error``, ``failed``) are no evidence: then 0.
     """
@@ -298,7 +308,7 @@ def strength(
         score += weights[t] * min(1.0, f / (f + k) / one)
     if not specific:
         return 0.0, matched
-    return min(1.0, score / query.full), matched
+    return score / query.full, matched
 
 
 def coverage(query: QueryWeights, doc_terms: set[str]) -> tuple[float, list[str]]:
