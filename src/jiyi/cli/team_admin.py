@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +15,11 @@ from ..errors import JiyiError
 from ..records import is_hex
 from .common import emit_json, json_option, progress
 from .team_common import database, dsn_option, fail, schema_option
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from ..store.postgres.store import PgStore
 
 
 @click.group("admin")
@@ -169,6 +175,22 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
         click.echo("no teams yet: jiyi team admin create-team NAME")
 
 
+def _brought_up(
+    bar: Progress,
+    label: str,
+    behind: bool,
+    state: Callable[[], tuple[int, int]],
+    store: PgStore,
+    finish: Callable[[PgStore, Callable[[int], None]], int],
+) -> tuple[int, int]:
+    """(records done, version now) of one team's upgrade, with its progress bar when it is behind."""
+    done = 0
+    if behind:
+        task = bar.add_task(label, total=state()[1])
+        done = finish(store, functools.partial(bar.advance, task))
+    return done, state()[0]
+
+
 @admin_group.command("reindex")
 @click.option("--terms", "terms", is_flag=True, help="Re-derive the full-text search terms.")
 @click.option("--signatures", "signatures", is_flag=True, help="Re-sign records signed with older key-line rules.")
@@ -204,22 +226,17 @@ def reindex_command(terms: bool, signatures: bool, team: str | None, dsn: str, s
             with progress() as bar:
                 for team_id in wanted:
                     store = PgStore(db, team_id)
+                    name = teams[team_id]
                     if terms:
-                        done = 0
-                        if team_id in old:
-                            _, left = store.lexical_state()
-                            task = bar.add_task(f"search terms of {teams[team_id]}", total=left)
-                            done = upgrade_team(store, functools.partial(bar.advance, task))
-                        version = store.lexical_state()[0]
-                        report.append({"team": teams[team_id], "id": team_id, "upgraded": done, "version": version})
+                        done, version = _brought_up(
+                            bar, f"search terms of {name}", team_id in old, store.lexical_state, store, upgrade_team
+                        )
+                        report.append({"team": name, "id": team_id, "upgraded": done, "version": version})
                     if signatures:
-                        done = 0
-                        if team_id in unsigned:
-                            _, left = store.signature_state()
-                            task = bar.add_task(f"signatures of {teams[team_id]}", total=left)
-                            done = resign_team(store, functools.partial(bar.advance, task))
-                        version = store.signature_state()[0]
-                        signed.append({"team": teams[team_id], "id": team_id, "looked_at": done, "version": version})
+                        done, version = _brought_up(
+                            bar, f"signatures of {name}", team_id in unsigned, store.signature_state, store, resign_team
+                        )
+                        signed.append({"team": name, "id": team_id, "looked_at": done, "version": version})
         except JiyiError as exc:
             fail(exc)
     if as_json:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 
-from .database import Cursor
 from .search import PgSearch, tsvector_text
 
 log = logging.getLogger(__name__)
@@ -31,34 +30,11 @@ class PgLexical(PgSearch):
     def _lexical_key(self) -> str:
         return f"jiyi-lexical:{self.db.schema}:{self.team}"
 
-    def _lexical_cursor(self, cur: Cursor, target: int) -> tuple[int, int]:
-        """(version the team's whole index was built with, rid the upgrade to ``target`` reached)."""
-        cur.execute("SELECT version, upgrade_to, after_rid FROM lexical_versions WHERE team_id = %s", (self.team,))
-        row = cur.fetchone()
-        if row is None:
-            return 1, 0
-        return int(row[0]), int(row[2]) if row[1] == target else 0
-
-    def _set_lexical(self, cur: Cursor, version: int, upgrade_to: int | None, after: int) -> None:
-        cur.execute(
-            "INSERT INTO lexical_versions AS l (team_id, version, upgrade_to, after_rid) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (team_id) DO UPDATE SET version = excluded.version, upgrade_to = excluded.upgrade_to, "
-            "after_rid = excluded.after_rid",
-            (self.team, version, upgrade_to, after),
-        )
-
     def lexical_state(self) -> tuple[int, int]:
         """(version the team's whole index was built with, live records still to re-derive)."""
         from ...analysis.lexical import VERSION
 
-        with self.db.cursor() as cur:
-            version, after = self._lexical_cursor(cur, VERSION)
-            if version >= VERSION:
-                return version, 0
-            cur.execute(
-                "SELECT count(*) FROM records WHERE team_id = %s AND rid > %s AND NOT forgotten", (self.team, after)
-            )
-            return version, int(cur.fetchone()[0])  # type: ignore[index]
+        return self._version_state("lexical_versions", VERSION)
 
     def upgrade_lexical(self, batch: int, *, wait: bool = True) -> int:
         """Re-derive the full-text terms of up to ``batch`` more records in one transaction; returns
@@ -74,7 +50,7 @@ class PgLexical(PgSearch):
             cur.execute(f"SELECT {lock}(hashtextextended(%s, 0))::text", (self._lexical_key(),))
             if cur.fetchone() == ("false",):
                 return 0
-            version, after = self._lexical_cursor(cur, VERSION)
+            version, after = self._version_cursor(cur, "lexical_versions", VERSION)
             if version >= VERSION:
                 return 0
             cur.execute(
@@ -98,9 +74,9 @@ class PgLexical(PgSearch):
                 (rids, vectors, self.team),
             )
             if len(rows) == batch:
-                self._set_lexical(cur, version, VERSION, rids[-1])
+                self._set_version(cur, "lexical_versions", version, VERSION, rids[-1])
             else:  # the last ones: records written from now on are derived with VERSION anyway
-                self._set_lexical(cur, VERSION, None, 0)
+                self._set_version(cur, "lexical_versions", VERSION, None, 0)
             self.fold_into(cur)
         self.vacuum_if_due()
         return len(rows)
@@ -108,4 +84,4 @@ class PgLexical(PgSearch):
     def lexical_rebuilt(self, version: int) -> None:
         """Record that every record's terms were re-derived with ``version`` (a full reindex)."""
         with self.db.cursor() as cur:
-            self._set_lexical(cur, version, None, 0)
+            self._set_version(cur, "lexical_versions", version, None, 0)

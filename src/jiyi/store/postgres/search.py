@@ -235,6 +235,36 @@ class PgSearch:
         cache = _SYMBOL_COUNTS.setdefault((self.db.schema, self.team), {})
         return base.counted_symbols(symbols, total, cache, count)
 
+    # -- versions of what a team's rows derive (lexical.py: the terms; signing.py: the signatures) ---
+    # ``table`` (lexical_versions, signature_versions) keeps per team the version everything was
+    # derived with and the cursor of an upgrade under way (no row: version 1).
+    def _version_cursor(self, cur: Cursor, table: str, target: int) -> tuple[int, int]:
+        """(version the team's rows were derived with, rid an upgrade to ``target`` reached)."""
+        cur.execute(f"SELECT version, upgrade_to, after_rid FROM {table} WHERE team_id = %s", (self.team,))
+        row = cur.fetchone()
+        if row is None:
+            return 1, 0
+        return int(row[0]), int(row[2]) if row[1] == target else 0
+
+    def _set_version(self, cur: Cursor, table: str, version: int, upgrade_to: int | None, after: int) -> None:
+        cur.execute(
+            f"INSERT INTO {table} AS v (team_id, version, upgrade_to, after_rid) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (team_id) DO UPDATE SET version = excluded.version, upgrade_to = excluded.upgrade_to, "
+            "after_rid = excluded.after_rid",
+            (self.team, version, upgrade_to, after),
+        )
+
+    def _version_state(self, table: str, target: int) -> tuple[int, int]:
+        """(version the team's rows were derived with, live records an upgrade to ``target`` has left)."""
+        with self.db.cursor() as cur:
+            version, after = self._version_cursor(cur, table, target)
+            if version >= target:
+                return version, 0
+            cur.execute(
+                "SELECT count(*) FROM records WHERE team_id = %s AND rid > %s AND NOT forgotten", (self.team, after)
+            )
+            return version, int(cur.fetchone()[0])  # type: ignore[index]
+
 
 def _fields(tsv: str, normalized: list[str]) -> Indexed:
     """A record's terms by field from its vector's text: positions weighted A are its title and key

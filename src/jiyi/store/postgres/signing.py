@@ -34,34 +34,11 @@ class PgSigning(PgSearch):
     def _signing_key(self) -> str:
         return f"jiyi-signing:{self.db.schema}:{self.team}"
 
-    def _signature_cursor(self, cur: Cursor, target: int) -> tuple[int, int]:
-        """(version every record of the team was signed with, rid the upgrade to ``target`` reached)."""
-        cur.execute("SELECT version, upgrade_to, after_rid FROM signature_versions WHERE team_id = %s", (self.team,))
-        row = cur.fetchone()
-        if row is None:
-            return 1, 0
-        return int(row[0]), int(row[2]) if row[1] == target else 0
-
-    def _set_signatures(self, cur: Cursor, version: int, upgrade_to: int | None, after: int) -> None:
-        cur.execute(
-            "INSERT INTO signature_versions AS s (team_id, version, upgrade_to, after_rid) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (team_id) DO UPDATE SET version = excluded.version, upgrade_to = excluded.upgrade_to, "
-            "after_rid = excluded.after_rid",
-            (self.team, version, upgrade_to, after),
-        )
-
     def signature_state(self) -> tuple[int, int]:
         """(version every record was signed with, live records still to look at)."""
         from ...analysis.indexing import SIGNATURE_VERSION
 
-        with self.db.cursor() as cur:
-            version, after = self._signature_cursor(cur, SIGNATURE_VERSION)
-            if version >= SIGNATURE_VERSION:
-                return version, 0
-            cur.execute(
-                "SELECT count(*) FROM records WHERE team_id = %s AND rid > %s AND NOT forgotten", (self.team, after)
-            )
-            return version, int(cur.fetchone()[0])  # type: ignore[index]
+        return self._version_state("signature_versions", SIGNATURE_VERSION)
 
     def upgrade_signatures(self, batch: int, *, wait: bool = True) -> int:
         """Look at up to ``batch`` more records in one transaction, re-signing those whose key lines
@@ -77,7 +54,7 @@ class PgSigning(PgSearch):
             cur.execute(f"SELECT {lock}(hashtextextended(%s, 0))::text", (self._signing_key(),))
             if cur.fetchone() == ("false",):
                 return 0
-            version, after = self._signature_cursor(cur, SIGNATURE_VERSION)
+            version, after = self._version_cursor(cur, "signature_versions", SIGNATURE_VERSION)
             if version >= SIGNATURE_VERSION:
                 return 0
             cur.execute(
@@ -98,13 +75,13 @@ class PgSigning(PgSearch):
             if changed:
                 self.bump(cur, changed)  # folds the term changes too
             if len(rows) == batch:
-                self._set_signatures(cur, version, SIGNATURE_VERSION, int(rows[-1][0]))
+                self._set_version(cur, "signature_versions", version, SIGNATURE_VERSION, int(rows[-1][0]))
             else:  # the last ones: records pushed from now on are derived by current code
-                self._set_signatures(cur, SIGNATURE_VERSION, None, 0)
+                self._set_version(cur, "signature_versions", SIGNATURE_VERSION, None, 0)
         self.vacuum_if_due()
         return len(rows)
 
     def signatures_rebuilt(self, version: int) -> None:
         """Record that every record was just signed with ``version`` (a full reindex)."""
         with self.db.cursor() as cur:
-            self._set_signatures(cur, version, None, 0)
+            self._set_version(cur, "signature_versions", version, None, 0)

@@ -32,22 +32,21 @@ BATCH = 200
 def upgrade_team(store: PgStore, progress: Callable[[int], None] | None = None) -> int:
     """Re-derive the rest of ``store``'s team, waiting its turn behind another upgrader's batch
     rather than stopping (both then take turns); returns how many records this call re-derived."""
-    done = 0
-    while step := store.upgrade_lexical(BATCH, wait=True):
-        done += step
-        if progress:
-            progress(step)
-    return done
+    return _to_the_end(lambda: store.upgrade_lexical(BATCH, wait=True), progress)
 
 
 def resign_team(store: PgStore, progress: Callable[[int], None] | None = None) -> int:
     """Re-sign the rest of ``store``'s team as ``upgrade_team`` re-derives its terms; returns how
     many records this call looked at."""
+    return _to_the_end(lambda: store.upgrade_signatures(BATCH, wait=True), progress)
+
+
+def _to_the_end(step: Callable[[], int], progress: Callable[[int], None] | None) -> int:
     done = 0
-    while step := store.upgrade_signatures(BATCH, wait=True):
-        done += step
+    while n := step():
+        done += n
         if progress:
-            progress(step)
+            progress(n)
     return done
 
 
@@ -87,21 +86,19 @@ def _batches(db: PgDatabase, teams: list[int], step: Callable[[PgStore], int], d
 
 def old_teams(db: PgDatabase, target: int) -> list[int]:
     """The ids of the teams whose index was built with terms older than ``target``."""
-    with db.cursor() as cur:
-        cur.execute(
-            "SELECT t.id FROM teams t LEFT JOIN lexical_versions l ON l.team_id = t.id "
-            "WHERE coalesce(l.version, 1) < %s ORDER BY t.id",
-            (target,),
-        )
-        return [int(row[0]) for row in cur.fetchall()]
+    return _behind(db, "lexical_versions", target)
 
 
 def old_signed_teams(db: PgDatabase, target: int) -> list[int]:
     """The ids of the teams whose records were signed with key-line rules older than ``target``."""
+    return _behind(db, "signature_versions", target)
+
+
+def _behind(db: PgDatabase, table: str, target: int) -> list[int]:
     with db.cursor() as cur:
         cur.execute(
-            "SELECT t.id FROM teams t LEFT JOIN signature_versions s ON s.team_id = t.id "
-            "WHERE coalesce(s.version, 1) < %s ORDER BY t.id",
+            f"SELECT t.id FROM teams t LEFT JOIN {table} v ON v.team_id = t.id "
+            "WHERE coalesce(v.version, 1) < %s ORDER BY t.id",
             (target,),
         )
         return [int(row[0]) for row in cur.fetchall()]

@@ -165,6 +165,56 @@ class SQLiteConnection:
                 with suppress(sqlite3.Error):
                     db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
+    # -- versions of what the store derives (lexical.py: the terms; signing.py: the signatures) -------
+    # ``store_meta.<name>_version`` is the version everything was derived with (absent: 1, a store
+    # made before it was kept); ``<name>_upgrade`` = "<version>:<rid>" while an upgrade is under way:
+    # every record up to that rid is done. Each batch is one transaction, so an upgrade stopped
+    # anywhere loses nothing and resumes where it was.
+    @staticmethod
+    def _version_cursor(db: sqlite3.Connection, name: str, target: int) -> tuple[int, int]:
+        """(version the whole store was derived with, rid an upgrade to ``target`` reached)."""
+        keys = (f"{name}_version", f"{name}_upgrade")
+        meta = dict(db.execute("SELECT key, value FROM store_meta WHERE key IN (?, ?)", keys).fetchall())
+        upgrade, _, after = str(meta.get(keys[1], "")).partition(":")
+        return int(meta.get(keys[0], 1)), int(after) if upgrade == str(target) else 0
+
+    @staticmethod
+    def _upgraded_to(db: sqlite3.Connection, name: str, target: int, rid: int | None) -> None:
+        """Move an upgrade's cursor to ``rid``; None: it is done, the store is at ``target``."""
+        if rid is not None:
+            db.execute(
+                "INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", (f"{name}_upgrade", f"{target}:{rid}")
+            )
+            return
+        db.execute("INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", (f"{name}_version", str(target)))
+        db.execute("DELETE FROM store_meta WHERE key = ?", (f"{name}_upgrade",))
+
+    def _version_state(self, name: str, target: int) -> tuple[int, int]:
+        """(version the whole store was derived with, live records an upgrade to ``target`` has left)."""
+
+        def run(db: sqlite3.Connection) -> tuple[int, int]:
+            version, after = self._version_cursor(db, name, target)
+            if version >= target:
+                return version, 0
+            left = db.execute("SELECT count(*) FROM records WHERE rid > ? AND forgotten = 0", (after,)).fetchone()
+            return version, int(left[0])
+
+        return self._guard(run)
+
+    def _upgrade_on_open(self, name: str, target: int, step: Callable[[int], int], batch: int, seconds: float) -> None:
+        """Batches of ``step`` for at most ``seconds`` when the store is behind ``target``: a small
+        store at once, a large one over a few opens or by `jiyi reindex`."""
+        key = f"{name}_version"
+        row = self._guard(lambda db: db.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone())
+        if row is not None and int(row[0]) >= target:
+            return
+        deadline = time.monotonic() + seconds
+        try:
+            while step(batch) == batch and time.monotonic() < deadline:
+                pass
+        except Unavailable:
+            pass  # another writer held the store past the timeout (or it is read-only): a later open goes on
+
     @contextmanager
     def topic_lock(self, topic_key: str, scope: str, project_key: str) -> Iterator[None]:
         """The write lock of the whole file from a topic's look-up to its write (``Store.topic_lock``):

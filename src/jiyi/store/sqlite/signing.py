@@ -3,20 +3,19 @@ them in batches after the rules change (``indexing.SIGNATURE_VERSION``; the per-
 ``reindex.resigned``).
 
 ``store_meta.signature_version`` is the version every record was signed with (absent: 1, a store
-made before versions were kept); ``signature_upgrade`` = "<version>:<rid>" while an upgrade is under
-way: every record up to that rid has been looked at. As for the full-text terms (``lexical.py``),
-each batch is one transaction, so an upgrade stopped anywhere loses nothing and resumes. Meanwhile a
+made before versions were kept), and ``signature_upgrade`` the cursor of an upgrade under way, as for
+the full-text terms (``SQLiteConnection._version_cursor``): each batch is one transaction, so an
+upgrade stopped anywhere loses nothing and resumes. Meanwhile a
 record not yet re-signed keeps its old signatures: a new occurrence of its error is found by its
 words and near key lines, only not by an exact signature where the rules changed its key line.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
-import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import Unavailable
 from ...records import RECORD_COLUMNS, Record
 from .connection import SQLiteConnection
 
@@ -39,36 +38,13 @@ class SQLiteSigning(SQLiteConnection):
     def _resign_on_open(self) -> None:
         from ...analysis.indexing import SIGNATURE_VERSION
 
-        row = self._guard(
-            lambda db: db.execute("SELECT value FROM store_meta WHERE key = 'signature_version'").fetchone()
-        )
-        if row is not None and int(row[0]) >= SIGNATURE_VERSION:
-            return
-        deadline = time.monotonic() + _SIGN_ON_OPEN_S
-        try:
-            while self.upgrade_signatures(_SIGN_BATCH) == _SIGN_BATCH and time.monotonic() < deadline:
-                pass
-        except Unavailable:
-            pass  # another writer held the store past the timeout (or it is read-only): a later open goes on
+        self._upgrade_on_open("signature", SIGNATURE_VERSION, self.upgrade_signatures, _SIGN_BATCH, _SIGN_ON_OPEN_S)
 
     def signature_state(self) -> tuple[int, int]:
         """(version every record was signed with, records still to look at)."""
         from ...analysis.indexing import SIGNATURE_VERSION
 
-        def run(db: sqlite3.Connection) -> tuple[int, int]:
-            version, after = self._signature_cursor(db, SIGNATURE_VERSION)
-            if version >= SIGNATURE_VERSION:
-                return version, 0
-            left = db.execute("SELECT count(*) FROM records WHERE rid > ? AND forgotten = 0", (after,)).fetchone()
-            return version, int(left[0])
-
-        return self._guard(run)
-
-    @staticmethod
-    def _signature_cursor(db: sqlite3.Connection, target: int) -> tuple[int, int]:
-        meta = dict(db.execute("SELECT key, value FROM store_meta WHERE key LIKE 'signature_%'").fetchall())
-        upgrade, _, after = str(meta.get("signature_upgrade", "")).partition(":")
-        return int(meta.get("signature_version", 1)), int(after) if upgrade == str(target) else 0
+        return self._version_state("signature", SIGNATURE_VERSION)
 
     def upgrade_signatures(self, batch: int) -> int:
         """Look at up to ``batch`` more records in one transaction, re-signing those whose key lines
@@ -80,7 +56,7 @@ class SQLiteSigning(SQLiteConnection):
         if batch < 1:
             return 0
         with self._write() as db:
-            version, after = self._signature_cursor(db, SIGNATURE_VERSION)
+            version, after = self._version_cursor(db, "signature", SIGNATURE_VERSION)
             if version >= SIGNATURE_VERSION:
                 return 0
             rows = db.execute(
@@ -95,28 +71,16 @@ class SQLiteSigning(SQLiteConnection):
                     continue
                 updated = resigned(record, algorithm or "", stored)
                 self._put(db, updated, derive(updated))
-            if len(rows) == batch:
-                db.execute(
-                    "INSERT OR REPLACE INTO store_meta (key, value) VALUES ('signature_upgrade', ?)",
-                    (f"{SIGNATURE_VERSION}:{rows[-1][0]}",),
-                )
-            else:  # the last ones: records written from now on are signed with the current rules
-                self._set_signature_version(db, SIGNATURE_VERSION)
+            # The last ones done: records written from now on are signed with the current rules.
+            self._upgraded_to(db, "signature", SIGNATURE_VERSION, rows[-1][0] if len(rows) == batch else None)
         return len(rows)
 
     def signatures_rebuilt(self, version: int) -> None:
         """Record that every record was just signed with ``version`` (a full reindex)."""
         with self._write() as db:
-            self._set_signature_version(db, version)
-
-    @staticmethod
-    def _set_signature_version(db: sqlite3.Connection, version: int) -> None:
-        db.execute("INSERT OR REPLACE INTO store_meta (key, value) VALUES ('signature_version', ?)", (str(version),))
-        db.execute("DELETE FROM store_meta WHERE key = 'signature_upgrade'")
+            self._upgraded_to(db, "signature", version, None)
 
 
 def _json_lines(raw: str | None) -> list[str]:
-    import json
-
     value = json.loads(raw or "[]")
     return [str(v) for v in value] if isinstance(value, list) else []
