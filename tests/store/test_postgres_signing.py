@@ -129,3 +129,18 @@ def test_the_admin_command_re_signs_every_team(pg_schema: tuple[str, str], db: P
     assert f"alpha: 3 records looked at for re-signing, key-line rules version {SIGNATURE_VERSION}" in result.output
     assert "alpha: search terms of 0 records re-derived" in result.output
     assert all(digest(BANNER) not in _sigs(store, h) for h in hexes)
+
+
+def test_the_admin_list_says_which_teams_are_re_signing(pg_schema: tuple[str, str], db: PgDatabase) -> None:
+    dsn, schema = pg_schema
+    _team(db, "alpha", 1)
+    PgStore(db, db.create_team("beta"))
+    args = ["team", "admin", "list", "--dsn", dsn, "--schema", schema]
+    listed = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    assert [t["signatures"] for t in listed] == [
+        {"version": 1, "current": SIGNATURE_VERSION, "left": 2},
+        {"version": SIGNATURE_VERSION, "current": SIGNATURE_VERSION, "left": 0},
+    ]
+    text = CliRunner().invoke(main, args).stdout
+    assert f"  signatures: key-line rules version 1, re-signing to {SIGNATURE_VERSION}: 2 records left" in text
+    assert text.count("signatures:") == 1

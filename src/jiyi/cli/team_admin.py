@@ -131,12 +131,14 @@ def admin_forget_command(team: str, ids: tuple[str, ...], purge: bool, dsn: str,
 @json_option
 def list_command(dsn: str, schema: str, as_json: bool) -> None:
     """The teams, their members, the roles of their tokens and how many are live."""
+    from ..analysis.indexing import SIGNATURE_VERSION
     from ..analysis.lexical import VERSION
     from ..store.postgres.store import PgStore
 
     with database(dsn, schema) as db:
         teams = db.list_teams()
         terms = {t.id: PgStore(db, t.id).lexical_state() for t in teams}
+        signed = {t.id: PgStore(db, t.id).signature_state() for t in teams}
         with db.cursor() as cur:
             cur.execute(
                 "SELECT team_id, member, role, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
@@ -155,6 +157,7 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
             "created": t.created,
             "members": members.get(t.id, []),
             "terms": {"version": terms[t.id][0], "current": VERSION, "left": terms[t.id][1]},
+            "signatures": {"version": signed[t.id][0], "current": SIGNATURE_VERSION, "left": signed[t.id][1]},
         }
         for t in teams
     ]
@@ -168,6 +171,12 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
             click.echo(
                 f"  search terms: version {version}, upgrading to {VERSION}: {left} records left "
                 "(jiyi team admin reindex --terms finishes it)"
+            )
+        version, left = entry["signatures"]["version"], entry["signatures"]["left"]
+        if version < SIGNATURE_VERSION:  # found meanwhile by words and near key lines
+            click.echo(
+                f"  signatures: key-line rules version {version}, re-signing to {SIGNATURE_VERSION}: {left} records "
+                "left (jiyi team admin reindex --signatures finishes it)"
             )
         for m in entry["members"]:
             click.echo(f"  {m['member']} ({m['role']}): {m['live_tokens']} live token(s) of {m['tokens']}")
