@@ -58,20 +58,23 @@ class PgSigning(PgSearch):
             if version >= SIGNATURE_VERSION:
                 return 0
             cur.execute(
-                f"SELECT r.rid, r.sig_algorithm, r.normalized, {SELECT} FROM records r WHERE r.team_id = %s "
-                "AND r.rid > %s AND NOT r.forgotten ORDER BY r.rid LIMIT %s FOR UPDATE OF r",
+                "SELECT rid, hex, what, sig_algorithm, normalized FROM records WHERE team_id = %s "
+                "AND rid > %s AND NOT forgotten ORDER BY rid LIMIT %s FOR UPDATE",
                 (self.team, after, batch),
             )
             rows = cur.fetchall()
+            # Most records keep their key lines: only their text is read, whole records (signatures,
+            # symbols and marks as arrays) only for those re-signed.
+            signed = {str(h): (str(a or ""), tuple(n or ())) for _rid, h, _what, a, n in rows}
+            redo = [h for (_rid, h, what, _a, _n) in rows if not signed_alike(what, *signed[h])]
             changed: list[str] = []
-            for _rid, algorithm, normalized, *columns in rows:
-                stored = tuple(normalized or ())
-                record = row_record(tuple(columns))
-                if signed_alike(record.what, algorithm or "", stored):
-                    continue
-                updated = resigned(record, algorithm or "", stored)
-                self.put(cur, updated, derive(updated))
-                changed.append(updated.hex)
+            if redo:
+                cur.execute(f"SELECT {SELECT} FROM records r WHERE team_id = %s AND hex = ANY(%s)", (self.team, redo))
+                for row in cur.fetchall():
+                    record = row_record(row)
+                    updated = resigned(record, *signed[record.hex])
+                    self.put(cur, updated, derive(updated))
+                    changed.append(updated.hex)
             if changed:
                 self.bump(cur, changed)  # folds the term changes too
             if len(rows) == batch:

@@ -60,16 +60,18 @@ class SQLiteSigning(SQLiteConnection):
             if version >= SIGNATURE_VERSION:
                 return 0
             rows = db.execute(
-                f"SELECT rid, sig_algorithm, normalized, {RECORD_COLUMNS} FROM records "
+                "SELECT rid, hex, what, sig_algorithm, normalized FROM records "
                 "WHERE rid > ? AND forgotten = 0 ORDER BY rid LIMIT ?",
                 (after, batch),
             ).fetchall()
-            for _rid, algorithm, normalized, *columns in rows:
-                stored = tuple(_json_lines(normalized))
-                record = self._row_to_record(db, tuple(columns))
-                if signed_alike(record.what, algorithm or "", stored):
+            for _rid, hexid, what, algorithm, normalized in rows:
+                stored = tuple(json.loads(normalized or "[]"))
+                # Most records keep their key lines: only their text is read, the rest of a record
+                # (its signatures, symbols and marks: three more look-ups) only when it is re-signed.
+                if signed_alike(what, algorithm or "", stored):
                     continue
-                updated = resigned(record, algorithm or "", stored)
+                row = db.execute(f"SELECT {RECORD_COLUMNS} FROM records WHERE hex = ?", (hexid,)).fetchone()
+                updated = resigned(self._row_to_record(db, row), algorithm or "", stored)
                 self._put(db, updated, derive(updated))
             # The last ones done: records written from now on are signed with the current rules.
             self._upgraded_to(db, "signature", SIGNATURE_VERSION, rows[-1][0] if len(rows) == batch else None)
@@ -79,8 +81,3 @@ class SQLiteSigning(SQLiteConnection):
         """Record that every record was just signed with ``version`` (a full reindex)."""
         with self._write() as db:
             self._upgraded_to(db, "signature", version, None)
-
-
-def _json_lines(raw: str | None) -> list[str]:
-    value = json.loads(raw or "[]")
-    return [str(v) for v in value] if isinstance(value, list) else []
