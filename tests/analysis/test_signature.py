@@ -1542,6 +1542,46 @@ def test_gits_consequence_yields_to_its_cause_and_is_a_key_line_only_alone() -> 
     assert analyze(alone).normalized == ("The remote end hung up unexpectedly",)
 
 
+# opencv/opencv-python#18 and ultimatelabeling#14, verbatim but for the user's folders: the shell's
+# report of the abort() follows Qt's own message.
+QT_ABORT = _text(
+    "qt.qpa.xcb: could not connect to display ",
+    'qt.qpa.plugin: Could not load the Qt platform plugin "xcb" in "/home/u/cv2/qt/plugins" even though it was found.',
+    "This application failed to start because no Qt platform plugin could be initialized. Reinstalling the "
+    "application may fix this problem.",
+    "",
+    "Available platform plugins are: xcb.",
+    "",
+    "Aborted (core dumped)",
+)
+
+
+@pytest.mark.parametrize(
+    "death",
+    [
+        "Aborted (core dumped)",
+        "Segmentation fault (core dumped)**",
+        "[1]    482 abort (core dumped)  python -m ultimatelabeling.main",
+        "zsh: IOT instruction (core dumped)  qt6ct",
+        "./run.sh: line 3: 12345 Segmentation fault      (core dumped) ./app",
+        "fish: Job 1, 'bun' terminated by signal SIGILL (Illegal instruction)",
+    ],
+)
+def test_a_shells_report_of_a_signal_yields_to_the_programs_message(death: str) -> None:
+    found = analyze(QT_ABORT.replace("Aborted (core dumped)", death))
+    assert found.normalized[0] == "qt.qpa.xcb: could not connect to display"
+    assert all("dumped" not in n and "signal" not in n for n in found.normalized)
+    # Alone it is all there is to go by (a program built for a newer CPU: `Illegal instruction`).
+    assert analyze(death).signatures
+
+
+def test_a_line_that_merely_begins_like_a_signal_report_is_the_programs_own() -> None:
+    # mkdocs: its own message, not the shell's.
+    assert analyze("Aborted with a configuration error!").normalized == ("Aborted with a configuration error!",)
+    glued = "Failed to create GLFW window.Aborted (core dumped)"
+    assert analyze(glued).normalized == (glued,)
+
+
 def test_with_the_rules_off_the_family_header_and_consequence_are_plain_lines(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

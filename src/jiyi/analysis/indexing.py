@@ -12,8 +12,9 @@ from . import lexical
 # its records (store/reindex.py) rather than miss them. Here, not in signature.py: a store checks it
 # on every open, and the signature rules cost ~10 ms to import. Version 2: headers promote their
 # message past lines that say nothing (Spring's banner), a program's own lower level inside an error
-# prefix is no key line (`npm error gyp info`), git's consequences yield to their cause.
-SIGNATURE_VERSION = 2
+# prefix is no key line (`npm error gyp info`), git's consequences yield to their cause. Version 3: a
+# shell's report of a signal (`Aborted (core dumped)`) yields to the program's message.
+SIGNATURE_VERSION = 3
 
 
 @dataclass(frozen=True)

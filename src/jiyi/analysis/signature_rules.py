@@ -162,13 +162,29 @@ _CONSEQUENCES = compile_rx(
 )
 
 
+# How a shell reports a process that a signal ended (bash, dash, zsh, fish, a job number or a pid in
+# front): the program's own message, printed before it, says why. Like the consequences above a key
+# line only when nothing else in the text is one, but no family's: every shell prints it for every
+# program (`Aborted (core dumped)` after Qt's `Could not load the Qt platform plugin "xcb"`).
+_SIGNAL_DEATH = compile_rx(
+    r"""^(?:(?:\[[0-9]+\]\s+(?:[+-]\s+)?(?:[0-9]+\s+)?|(?:\S*sh:|\S+:\sline\s[0-9]+:)\s+(?:line\s[0-9]+:\s+)?(?:[0-9]+\s+)?)
+          (?:Job\s[0-9]+,\s.*\sterminated\sby\ssignal\s.* | (?:{death})(?:\s+\(core\sdumped\))?(?:\s+\S.*)?)
+      | (?:{death})\s+\(core\sdumped\)(?:\s+\S.*)? | (?:{death}))\W*$""".replace(
+        "{death}",
+        r"(?i:aborted|abort|segmentation\sfault|illegal\s(?:hardware\s)?instruction|bus\serror|trace/breakpoint\strap"
+        r"|iot\sinstruction|floating\spoint\sexception)",
+    ),
+    V,
+)
+
+
 def is_header(content: str) -> bool:
     """A line whose message follows on the next line that says anything (HEADERS)."""
     return bool(HEADERS.search(content)) or (RULES and bool(_FAMILY_HEADERS.match(content)))
 
 
 def is_consequence(content: str) -> bool:
-    return RULES and bool(_CONSEQUENCES.match(content))
+    return bool(_SIGNAL_DEATH.match(content)) or (RULES and bool(_CONSEQUENCES.match(content)))
 
 
 # Context, never a key line even with an error word in it: hints, notes, warnings, stack frames.
