@@ -1582,6 +1582,21 @@ def test_a_line_that_merely_begins_like_a_signal_report_is_the_programs_own() ->
     assert analyze(glued).normalized == (glued,)
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        "ERROR in ./node_modules/react-confirm-alert/src/react-confirm-alert.css 1:38",
+        "`ERROR in ./node_modules/emoji-mart/css/emoji-mart.css 1:0",
+        "Error in ./Calendar.css",
+        "ERROR in ./node_modules/require_optional/index.js 1:11-26",
+    ],
+)
+def test_an_error_line_that_only_says_where_is_a_header(where: str) -> None:
+    # webpack names the module, then its loader's message: two modules failing alike share it.
+    found = analyze(_text(where, "Module parse failed: Unexpected token (1:0)", "You may need an appropriate loader"))
+    assert found.normalized == ("Module parse failed: Unexpected token (<n>:<n>)",)
+
+
 def test_with_the_rules_off_the_family_header_and_consequence_are_plain_lines(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

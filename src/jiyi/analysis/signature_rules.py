@@ -141,7 +141,7 @@ def is_wrapper(content: str, lower: str) -> bool:
 # Headers: the error's own message is on the next line that says anything.
 HEADERS = compile_rx(
     r"""(?:^thread\s'[^']*'(?:\s\([0-9]+\))?\spanicked\sat\s(?:'|\S+:[0-9]+:[0-9]+:)$ | ^CMake\sError\sat\s.*:$
-      | ^\*\sWhat\swent\swrong:$ | ^ERROR\sin\s\S+$
+      | ^\*\sWhat\swent\swrong:$ | ^\W?(?i:error)\sin\s\S+(?:\s[0-9]+:[0-9]+(?:-[0-9]+)?)?:?$
       | ^.*\b(?:ERROR|SEVERE|FATAL)\b.*\S\s:$)  # a log line's empty message: `ERROR 1 --- [main] o.s.b.Reporter :`""",
     V,
 )
