@@ -162,6 +162,36 @@ def test_past_the_lexical_cap_more_of_the_query_still_decides_between_look_alike
     assert strengths(hits[0])["lexical"][0] == strengths(hits[1])["lexical"][0] == 1.0
 
 
+def test_a_question_finds_the_record_about_its_word_before_one_that_names_it_once(store: Store) -> None:
+    # Both titles name nbconvert once; one record is about it throughout, the other about LaTeX
+    # packages, with nbconvert as the command it ran. As in BM25, saying a word again counts.
+    about = put(
+        store,
+        made(
+            "nbconvert 5 fails to import on Jinja2 3.1",
+            what="ImportError: cannot import name 'contextfilter' from 'jinja2' (nbconvert/exporters)",
+            why="nbconvert 5 uses contextfilter, which Jinja2 3.1 removed",
+            learned="upgrade nbconvert (6 or later) or pin jinja2<3.1 where nbconvert 5 must stay",
+            signatures=(),
+            symbols=(),
+            updated=stamp(0.01),  # older: without the repeats the other one would go first
+        ),
+    )
+    put(
+        store,
+        made(
+            "PDF export via nbconvert: LaTeX Error: File tcolorbox.sty not found",
+            what="! LaTeX Error: File `tcolorbox.sty' not found.",
+            why="the TeX distribution lacks the packages the template uses",
+            learned="install texlive-latex-extra",
+            signatures=(),
+            symbols=(),
+        ),
+    )
+    hits = rank(store, Query(text="nbconvert dependency issue", project_key="elsewhere"), limit=5, now=NOW)
+    assert hits[0].record.hex == about.hex
+
+
 def test_a_near_copy_of_a_line_of_no_information_is_no_evidence(store: Store) -> None:
     # pytest's `=== ERRORS ===` and a Markdown `**Errors:**` are one word apart from nothing: the same
     # word, nearly the same line, and no sign of the same failure.

@@ -274,6 +274,18 @@ def test_function_words_weigh_nothing_in_a_query() -> None:
     assert lexical.strength(weights, {"address": 1, "eaddrinuse": 1}, {})[0] == 1.0
 
 
+def test_a_word_said_again_counts_more_as_in_bm25_up_to_twice_a_single_title_occurrence() -> None:
+    weights = QueryWeights.of(["nbconvert", "dependency"], {"nbconvert": 4.0, "dependency": 2.0})
+    once = lexical.evidence(weights, {"nbconvert": 1}, {})[0]
+    again = lexical.evidence(weights, {"nbconvert": 1}, {"nbconvert": 4})[0]
+    often = lexical.evidence(weights, {"nbconvert": 40}, {})[0]
+    assert once < again < often < 2 * once
+    # A word in the body alone still counts less than in the title, however often it is said there.
+    assert lexical.evidence(weights, {}, {"nbconvert": 3})[0] < once
+    # Repeats tell records apart past the signal's cap; the strength itself stays at most 1.0.
+    assert lexical.strength(weights, {"nbconvert": 3, "dependency": 3}, {})[0] == 1.0
+
+
 # -- no query text can break the store (docs/spec.md §6) ---------------------------------------------
 
 
