@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from jiyi.analysis import lexical, signature_rules
+from jiyi.analysis import glossary, lexical, signature_rules
 from jiyi.analysis.signature import analyze
 from jiyi.ranking import Hit, Query, context_share, line_worth, rank, symbol_rarity, symbol_worth
 from jiyi.store.base import Store
@@ -190,6 +190,32 @@ def test_a_question_finds_the_record_about_its_word_before_one_that_names_it_onc
     )
     hits = rank(store, Query(text="nbconvert dependency issue", project_key="elsewhere"), limit=5, now=NOW)
     assert hits[0].record.hex == about.hex
+
+
+def test_a_chinese_question_finds_the_english_record_by_its_words_glosses(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = put(
+        store,
+        made(
+            "Refusing to merge unrelated histories after linking a new remote",
+            what="fatal: refusing to merge unrelated histories",
+            learned="pull once with --allow-unrelated-histories: git pull origin main --allow-unrelated-histories",
+            signatures=(),
+            symbols=(),
+            updated=stamp(0.01),
+        ),
+    )
+    newer = put(store, made("git push rejected: the remote has newer commits", what="! [rejected] main (fetch first)"))
+    question = "git拒绝合并无关的历史"  # git refuses to merge unrelated history
+    hits = rank(store, Query(text=question, project_key="elsewhere"), limit=5, now=NOW)
+    assert hits[0].record.hex == answer.hex
+    # The detail says which Chinese word each English one stood for.
+    assert {"merge=合并", "unrelated=无关"} <= set(strengths(hits[0])["lexical"][1].split(","))
+    # Without the dictionary only `git` is shared, and the record that names it in its title wins.
+    monkeypatch.setattr(glossary, "english", lambda bigrams: {})
+    hits = rank(store, Query(text=question, project_key="elsewhere"), limit=5, now=NOW)
+    assert hits[0].record.hex == newer.hex
 
 
 def test_a_near_copy_of_a_line_of_no_information_is_no_evidence(store: Store) -> None:

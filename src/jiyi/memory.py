@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config, project
+from .analysis import glossary
 from .config import Settings
 from .project import Project
 from .session import Session
@@ -40,6 +41,7 @@ class Memory:
             settings = settings.replace(home=Path(home))
         self.settings = settings
         self._store = store
+        glossary.use(str(settings.home / "cache"))
         self._lock = threading.Lock()
 
     @property

@@ -224,7 +224,9 @@ class QueryWeights:
         return self.total / len(self.weights) if self.weights else 1.0
 
     @classmethod
-    def of(cls, query_terms: Iterable[str], idf_of: dict[str, float]) -> QueryWeights:
+    def of(
+        cls, query_terms: Iterable[str], idf_of: dict[str, float], optional: frozenset[str] = frozenset()
+    ) -> QueryWeights:
         ordered = tuple(dict.fromkeys(query_terms))
         known = [idf_of[t] for t in ordered if idf_of.get(t, 0.0) > 0.0]
         if not known:
@@ -237,7 +239,9 @@ class QueryWeights:
             # Overlapping bigrams count each character twice, and a store of mostly English records
             # gives any Chinese bigram (`问题`, `这个`) the weight of a rare word.
             weights = {t: w * BIGRAM_WEIGHT if is_bigram(t) else w for t, w in weights.items()}
-        ranked = sorted((w for t, w in weights.items() if t not in GENERIC), reverse=True)
+        # Optional terms (a Chinese word's English glosses) count when a record holds them, and are
+        # no part of a full match: a record lacking one is not the weaker for it.
+        ranked = sorted((w for t, w in weights.items() if t not in GENERIC and t not in optional), reverse=True)
         full = sum(ranked[:FULL_MATCH_TERMS]) + FULL_MATCH_REST * sum(ranked[FULL_MATCH_TERMS:])
         return cls(ordered, weights, sum(weights.values()), full)
 

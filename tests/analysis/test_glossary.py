@@ -1,0 +1,91 @@
+"""English words for a query's Chinese words (glossary.py): how CC-CEDICT's lines become the table,
+what a Chinese word stands for, and the table kept in ``<home>/cache``."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jiyi.analysis import glossary
+
+# CC-CEDICT's format, lines as the dictionary has them.
+LINES = [
+    "# CC-CEDICT",
+    "證書 证书 [zheng4 shu1] /credentials/certificate/",
+    "編譯 编译 [bian1 yi4] /to translate and edit/translator-editor/(computing) to compile (source code)/",
+    "代理 代理 [dai4 li3] /to act on behalf of sb in a responsible position/to act as an agent or proxy/surrogate/",
+    "合併 合并 [he2 bing4] /to merge/to annex/",
+    "合并 合并 [he2 bing4] /variant of 合併|合并[he2 bing4]/",
+    "歷史 历史 [li4 shi3] /history/CL:門|门[men2],段[duan4]/",
+    "公司 公司 [gong1 si1] /(business) company/firm/corporation/incorporated/",
+    "一 一 [yi1] /one/single/a (article)/",
+    "百分之百 百分之百 [bai3 fen1 zhi1 bai3] /a hundred percent/",
+]
+
+
+@pytest.fixture
+def fresh() -> Iterator[None]:
+    """No table or folder left over from another test."""
+    glossary.use("")
+    glossary.table.cache_clear()
+    yield
+    glossary.use("")
+    getattr(glossary.table, "cache_clear", lambda: None)()  # a test may have put another table there
+
+
+def test_two_character_words_get_their_first_senses_words_computing_first() -> None:
+    table = glossary.build(LINES)
+    assert table["证书"] == table["證書"] == ("credentials", "certificate")
+    assert table["编译"] == ("compile", "translate", "edit", "translator")  # (computing) goes first
+    # Function words and the dictionary's own shorthand (`sb`) go; four words at most.
+    assert table["代理"] == ("act", "behalf", "responsible", "position")
+    # A variant's cross-reference and a measure word (`CL:`) are no senses.
+    assert table["合并"] == ("merge", "annex")
+    assert table["历史"] == ("history",)
+    assert "一" not in table and "百分之百" not in table  # one character, four: bigrams never meet them
+
+
+def test_a_word_of_one_sense_counts_whole_an_ambiguous_one_less(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(glossary, "table", lambda: glossary.build(LINES))
+    found = glossary.english(["合并", "无关", "历史", "并无"])
+    assert found["history"] == (1.0, "历史")
+    assert found["merge"] == (pytest.approx(2**-0.5), "合并")
+    assert set(found) == {"merge", "annex", "history"}  # a bigram that is no word stands for nothing
+
+
+def test_the_dictionary_gives_technical_words_and_is_kept_in_the_folder(fresh: None, tmp_path: Path) -> None:
+    glossary.use(str(tmp_path))
+    table = glossary.table()
+    assert "certificate" in table["证书"] and "proxy" in table["代理"] and table["编译"][0] == "compile"
+    kept = list(tmp_path.glob("glossary-*.marshal"))
+    assert len(kept) == 1
+    # A later process reads the kept table, not the dictionary.
+    glossary.table.cache_clear()
+    reading = glossary.build
+    try:
+        glossary.build = None  # type: ignore[assignment]
+        assert glossary.table() == table
+    finally:
+        glossary.build = reading
+
+
+def test_an_unreadable_kept_table_is_read_again_from_the_dictionary(fresh: None, tmp_path: Path) -> None:
+    glossary.use(str(tmp_path))
+    glossary.table()
+    kept = next(tmp_path.glob("glossary-*.marshal"))
+    kept.write_bytes(b"\x00 not marshal")
+    glossary.table.cache_clear()
+    assert "certificate" in glossary.table()["证书"]
+    assert kept.read_bytes() != b"\x00 not marshal"  # written again
+
+
+def test_without_the_dictionary_there_are_no_glosses(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert glossary.table() == {}
+    assert glossary.english(["证书"]) == {}
