@@ -4,6 +4,7 @@ what a Chinese word stands for, and the table kept in ``<home>/cache``."""
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.resources
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,9 +32,11 @@ def fresh() -> Iterator[None]:
     """No table or folder left over from another test."""
     glossary.use("")
     glossary.table.cache_clear()
+    glossary._kept.cache_clear()
     yield
     glossary.use("")
     getattr(glossary.table, "cache_clear", lambda: None)()  # a test may have put another table there
+    glossary._kept.cache_clear()
 
 
 def test_two_character_words_get_their_first_senses_words_computing_first() -> None:
@@ -49,7 +52,7 @@ def test_two_character_words_get_their_first_senses_words_computing_first() -> N
 
 
 def test_a_word_of_one_sense_counts_whole_an_ambiguous_one_less(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(glossary, "table", lambda: glossary.build(LINES))
+    monkeypatch.setattr(glossary, "table", lambda: glossary.build(LINES))  # no folder: the whole table
     found = glossary.english(["合并", "无关", "历史", "并无"])
     assert found["history"] == (1.0, "历史")
     assert found["merge"] == (pytest.approx(2**-0.5), "合并")
@@ -58,34 +61,48 @@ def test_a_word_of_one_sense_counts_whole_an_ambiguous_one_less(fresh: None, mon
 
 def test_the_dictionary_gives_technical_words_and_is_kept_in_the_folder(fresh: None, tmp_path: Path) -> None:
     glossary.use(str(tmp_path))
-    table = glossary.table()
-    assert "certificate" in table["证书"] and "proxy" in table["代理"] and table["编译"][0] == "compile"
-    kept = list(tmp_path.glob("glossary-*.marshal"))
+    found = glossary.lookup(["证书", "代理", "编译", "并无"])
+    assert "certificate" in found["证书"] and "proxy" in found["代理"] and found["编译"][0] == "compile"
+    assert "并无" not in found or found["并无"]  # a bigram the dictionary lacks has no entry
+    kept = list(tmp_path.glob("glossary-*.sqlite"))
     assert len(kept) == 1
-    # A later process reads the kept table, not the dictionary.
+    # A later process looks words up in the kept table and never reads the dictionary.
+    glossary._kept.cache_clear()
     glossary.table.cache_clear()
     reading = glossary.build
     try:
         glossary.build = None  # type: ignore[assignment]
-        assert glossary.table() == table
+        assert glossary.lookup(["证书"]) == {"证书": found["证书"]}
     finally:
         glossary.build = reading
 
 
-def test_an_unreadable_kept_table_is_read_again_from_the_dictionary(fresh: None, tmp_path: Path) -> None:
+def test_an_unreadable_kept_table_is_written_again_from_the_dictionary(fresh: None, tmp_path: Path) -> None:
     glossary.use(str(tmp_path))
-    glossary.table()
-    kept = next(tmp_path.glob("glossary-*.marshal"))
-    kept.write_bytes(b"\x00 not marshal")
-    glossary.table.cache_clear()
-    assert "certificate" in glossary.table()["证书"]
-    assert kept.read_bytes() != b"\x00 not marshal"  # written again
+    glossary.lookup(["证书"])
+    kept = next(tmp_path.glob("glossary-*.sqlite"))
+    kept.write_bytes(b"\x00 not a database")
+    glossary._kept.cache_clear()
+    assert "certificate" in glossary.lookup(["证书"])["证书"]
+    assert kept.read_bytes()[:15] == b"SQLite format 3"  # written again
+
+
+def test_where_nothing_can_be_kept_the_process_reads_the_whole_table(fresh: None, tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the folder would be")
+    glossary.use(str(blocked))
+    assert "certificate" in glossary.lookup(["证书"])["证书"]
 
 
 def test_without_the_dictionary_there_are_no_glosses(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
     def missing(name: str) -> str:
         raise importlib.metadata.PackageNotFoundError(name)
 
+    def unimportable(name: str) -> None:
+        raise ModuleNotFoundError(f"No module named {name!r}")
+
     monkeypatch.setattr(importlib.metadata, "version", missing)
+    monkeypatch.setattr(importlib.resources, "files", unimportable)
+    glossary.use("")
     assert glossary.table() == {}
     assert glossary.english(["证书"]) == {}
