@@ -1703,6 +1703,17 @@ def test_symbols_are_capped_and_deduplicated() -> None:
     assert symbols[:2] == ("name_0", "mod_0")
 
 
+def test_the_keys_of_a_json_answer_are_no_symbols_its_values_are() -> None:
+    # AWS Lambda's answer, verbatim from a public thread: every Lambda failure has these three keys.
+    lam = '{"errorMessage": "Unable to import module \'main\': No module named \'requests\'", "errorType": '
+    lam += '"Runtime.ImportModuleError", "stackTrace": []}'
+    assert analyze(lam).symbols == ("requests", "Runtime.ImportModuleError", "ImportModuleError")
+    pretty = _text("{", '  "message": "no matching manifest for linux/arm64/v8",', '  "code": 404', "}")
+    assert "message" not in analyze(pretty).symbols and "code" not in analyze(pretty).symbols
+    # A quoted name before a colon outside an object is still a name.
+    assert analyze('exec: "gcc": executable file not found in $PATH').symbols == ("gcc",)
+
+
 def test_module_names_keep_apart_what_pip_installs_apart() -> None:
     assert analyze("No module named 'yaml'").symbols == ("yaml",)
     assert "cv2" in analyze("ImportError: No module named cv2").symbols

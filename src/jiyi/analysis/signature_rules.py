@@ -524,6 +524,18 @@ def _clean(raw: str, kind: str) -> str | None:
 MAX_MATCHES = 1_000
 
 
+def _is_json_key(text: str, start: int, end: int) -> bool:
+    # A key of a JSON object (`{"errorMessage": ...`, `, "stackTrace": []`) names a field of an answer's
+    # format, which every error of that service shares, not code; `exec: "gcc": executable file not
+    # found` is no object, and its "gcc" stays a name.
+    if not text.startswith(":", end):
+        return False
+    i = start - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    return i >= 0 and text[i] in "{,"
+
+
 def symbols(text: str, limit: int) -> tuple[str, ...]:
     """Code symbols of the whole text in order of first appearance; specific ones win the places."""
     taken = bytearray(len(text) + 1)  # characters already claimed by a more specific pattern
@@ -567,6 +579,8 @@ def symbols(text: str, limit: int) -> tuple[str, ...]:
             if n == MAX_MATCHES:
                 break
             if claim(m.start(g), m.end(g)):
+                if g == 3 and _is_json_key(text, m.start(), m.end()):
+                    continue
                 raw = m.group(g)
                 sym = cleaned[raw] if raw in cleaned else cleaned.setdefault(raw, _clean(raw, "plain"))
                 if sym:
