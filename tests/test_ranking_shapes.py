@@ -361,8 +361,53 @@ def test_context_signals_reorder_only_what_is_equally_on_topic(store: Store) -> 
     assert best["trust"].strength == pytest.approx(0.4)
 
 
-def test_context_share_is_the_share_of_the_best_topical_score() -> None:
+def test_context_share_falls_steeply_below_the_best_topical_score() -> None:
     assert context_share(0.3, 0.3) == 1.0
-    assert context_share(0.1, 0.4) == pytest.approx(0.25)
+    assert 0.6 < context_share(0.38, 0.4) < 0.7  # 5 % less on topic: two thirds of the context
+    assert 0.4 < context_share(0.36, 0.4) < 0.45  # 10 % less: under half
+    assert context_share(0.1, 0.4) < 0.001
     assert context_share(0.0, 0.4) == 0.0
     assert context_share(0.2, 0.0) == 1.0
+
+
+def test_an_os_match_cannot_decide_between_look_alikes_one_of_which_holds_more_of_the_query(store: Store) -> None:
+    # Both hold the loader's message word for word; only one also holds the stylesheet the query
+    # failed on. The other is from the query's os, newer, trusted and well used: in proportion to its
+    # share of the best topical score, that context decided.
+    message = "Module parse failed: Unexpected token (1:0)\nYou may need an appropriate loader to handle this file type"
+    sheet = "> .emoji-mart, .emoji-mart * { box-sizing: border-box; line-height: 1.15; }"
+    css = put(
+        store,
+        made(
+            "webpack: Module parse failed on an imported stylesheet (emoji-mart.css): add css-loader",
+            what=f"ERROR in ./node_modules/emoji-mart/css/emoji-mart.css 1:0\n{message}\n{sheet}",
+            learned="add style-loader and css-loader for .css files to the webpack rules",
+            origin="note",
+            environment={"os": "windows"},
+            updated=stamp(30),
+        ),
+    )
+    put(
+        store,
+        made(
+            "webpack 4: Module parse failed on optional chaining in a dependency",
+            what=f"ERROR in ./node_modules/widget/index.js 12:8\n{message}\n> const x = a?.b;",
+            learned="upgrade to webpack 5 or transpile the dependency with babel-loader",
+            origin="human",
+            sources=6,
+            used_success=3,
+            environment={"os": "linux"},
+        ),
+    )
+    for i in range(12):  # the loader's words are common in the store; the stylesheet's are not
+        put(store, made(f"theme {i}", what=f"Module parse failed in theme {i}: loader", signatures=(), symbols=()))
+    query = Query(
+        text=f"ERROR in ./node_modules/emoji-mart/css/emoji-mart.css 1:0\n{message}\n{sheet}",
+        project_key="elsewhere",
+        environment={"os": "linux"},
+    )
+    hits = rank(store, query, limit=5, now=NOW)
+    assert hits[0].record.hex == css.hex
+    # The other keeps its context's details, at a small part of their strength.
+    other = {s.name: s for s in hits[1].signals}
+    assert other["environment"].detail == "os=linux" and 0 < other["environment"].strength < 0.5
