@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from jiyi.analysis import glossary, lexical, signature_rules
-from jiyi.analysis.signature import analyze
+from jiyi.analysis.signature import analyze, record_symbols
 from jiyi.ranking import Hit, Query, context_share, line_worth, rank, symbol_rarity, symbol_worth
 from jiyi.store.base import Store
 
@@ -53,6 +53,29 @@ def test_a_generic_exception_name_alone_cannot_outrank_a_title_match_of_the_mess
     assert hits[0].record.hex == title_match.hex
     other = strengths(hits[1])
     assert other["code_symbol"][1] == "RuntimeError" and other["code_symbol"][0] <= 0.1
+
+
+def test_a_symbol_named_only_in_a_title_finds_its_record(store: Store) -> None:
+    # The note's text was cut before the error (a truncated log); its title names it. The look-alike
+    # pasted a whole traceback that names the option in passing.
+    vllm = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
+    titled = made(
+        f'vLLM "{vllm}": the model does not fit beside the KV cache', what="INFO llm_engine.py:70] # GPU blocks: 0"
+    )
+    titled = replace(titled, symbols=record_symbols(titled.title, analyze(titled.what)))
+    assert "gpu_memory_utilization" in titled.symbols and "gpu_memory_utilization" not in analyze(titled.what).symbols
+    put(store, titled)
+    put(
+        store,
+        made(
+            "vLLM max seq len larger than the KV cache",
+            what="ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (2048). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
+        ),
+    )
+    hits = searched(store, f"vllm-1  | {vllm} when initializing the engine.")
+    assert hits[0].record.hex == titled.hex
+    assert "gpu_memory_utilization" in strengths(hits[0])["code_symbol"][1]
 
 
 def test_a_rare_symbol_outweighs_a_common_one() -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .analysis.redact import redact
-from .analysis.signature import analyze
+from .analysis.signature import analyze, record_symbols
 from .capture.cleaning import clean_command
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
 from .project import Project, checkout_point, reproduction_at
@@ -159,7 +159,7 @@ class Session:
         with store.topic_lock(given.topic_key, given.scope, self.project.key) if given.topic_key else nullcontext():
             existing = store.find_topic(given.topic_key, given.scope, self.project.key) if given.topic_key else None
             what_analysis = analyze(given.what)
-            signatures, symbols = list(what_analysis.signatures), list(what_analysis.symbols)
+            signatures, symbols = list(what_analysis.signatures), list(record_symbols(given.title, what_analysis))
             tool = None
             related = False  # the note is about the pending failure: it gets its reproduction
             if state and state.last_error:
@@ -191,7 +191,7 @@ class Session:
                 updated=stamp,
                 outcome=state.outcome if state else "未知",
                 signatures=tuple(dict.fromkeys(signatures)),
-                symbols=tuple(dict.fromkeys(symbols))[:64],
+                symbols=tuple(dict.fromkeys(symbols))[:64],  # record_symbols' order, the failure's after
                 environment=self.env,
                 tool_name=tool,
                 reproduction=checked_by(self._reproduction(state), given.fix) if related else None,

@@ -156,3 +156,37 @@ def test_a_full_reindex_records_the_current_rules(jiyi_home: Path) -> None:
         assert memory.store.signature_state() == (1, 1)
         reindex(memory.store)
         assert memory.store.signature_state() == (SIGNATURE_VERSION, 0)
+
+
+def _symbols(path: Path, hexid: str) -> set[str]:
+    db = sqlite3.connect(path)
+    try:
+        return {r[0] for r in db.execute("SELECT symbol FROM symbols WHERE hex = ?", (hexid,))}
+    finally:
+        db.close()
+
+
+def test_a_note_keeps_its_titles_symbols_and_an_older_store_gains_them_when_re_signed(jiyi_home: Path) -> None:
+    # A title names the error the note's prose only describes: its symbols are the record's
+    # (signature.record_symbols), and a store signed before version 4 gets them on open.
+    with jiyi.Memory() as memory:
+        writer = memory.session(project="p", session_id="s1")
+        titled = writer.note(
+            **note(title="vLLM `gpu_memory_utilization` too low for the KV cache", what="the engine would not start")
+        ).record.hex
+        plain = writer.note(**note(title="zlib missing")).record.hex
+    path = jiyi_home / "jiyi.db"
+    assert "gpu_memory_utilization" in _symbols(path, titled)
+    before = _symbols(path, plain)
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM symbols WHERE hex = ? AND symbol = 'gpu_memory_utilization'", (titled,))
+    db.execute("INSERT OR REPLACE INTO store_meta (key, value) VALUES ('signature_version', '3')")
+    db.commit()
+    db.close()
+    with jiyi.Memory(store=SQLiteStore(path)) as memory:
+        assert memory.store.signature_state() == (SIGNATURE_VERSION, 0)
+        hits = memory.session(project="p", session_id="s2").search("Try increasing `gpu_memory_utilization`")
+        assert hits and hits[0].record.hex == titled
+        assert hits[0].signals[1].detail == "gpu_memory_utilization"
+    assert "gpu_memory_utilization" in _symbols(path, titled)
+    assert _symbols(path, plain) == before  # a title without symbols: the record is left as it was

@@ -14,8 +14,9 @@ from . import lexical
 # message past lines that say nothing (Spring's banner), a program's own lower level inside an error
 # prefix is no key line (`npm error gyp info`), git's consequences yield to their cause. Version 3: a
 # shell's report of a signal (`Aborted (core dumped)`) yields to the program's message, and an error
-# line that only says where (webpack's `ERROR in ./a.css 1:38`) is a header.
-SIGNATURE_VERSION = 3
+# line that only says where (webpack's `ERROR in ./a.css 1:38`) is a header. Version 4: a record's
+# symbols include its title's (signature.record_symbols).
+SIGNATURE_VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -435,6 +435,25 @@ def search_words(text: str, *, demangle: bool = True) -> str:
         return text if isinstance(text, str) else ""
 
 
+def title_symbols(title: str) -> tuple[str, ...]:
+    """The code symbols a record's title names (``vLLM "ValueError: … `gpu_memory_utilization`"``).
+
+    A title says what failed, as the key lines do (the lexical index joins them for that reason,
+    indexing.lexical_index), and a note's ``what`` is often prose or a cut log that names the error
+    only in its title: its symbols are the record's too (tune split: recurring top-1 2 619 -> 2 624 of
+    2 734, look-alike confusions 61 -> 58, natural-language 1 305 -> 1 307, zh/mixed 227 -> 230)."""
+    try:
+        return R.symbols(title, MAX_SYMBOLS) if isinstance(title, str) else ()
+    except Exception:  # a hint, as analyze: no title may break a note
+        return ()
+
+
+def record_symbols(title: str, analysis: Analysis, *more: str) -> tuple[str, ...]:
+    """A record's code symbols as stored: its text's (``analysis``), its title's, then ``more``
+    (the session's failure, symbols kept from before), each once, at most 64."""
+    return tuple(dict.fromkeys((*analysis.symbols, *title_symbols(title), *more)))[:64]
+
+
 def key_line(text: str) -> str:
     """The first key line of ``text``; else its first non-empty line (cleaned); else ""."""
     found = analyze(text).key_lines

@@ -143,7 +143,7 @@ def build(
         return None
     changed = command_changed(before, after)
     files = list(dict.fromkeys(_shown(p, project.root) for p in resolved.edited))
-    from ..analysis.signature import analyze
+    from ..analysis.signature import analyze, record_symbols
 
     what = resolved.error or f"{resolved.tool} failed"
     analysis = analyze(what)
@@ -201,7 +201,7 @@ def build(
         created=stamp,
         updated=stamp,
         signatures=tuple(dict.fromkeys((*resolved.signatures, *analysis.signatures))),
-        symbols=tuple(dict.fromkeys(analysis.symbols))[:64],
+        symbols=record_symbols(title, analysis),
     )
 
 

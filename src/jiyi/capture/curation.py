@@ -95,11 +95,13 @@ def restore(store: Store, hexid: str) -> Record:
         raise NotFound(f"lr_{hexid}")
     if not record.forgotten:
         return record
-    from ..analysis.signature import analyze
+    from ..analysis.signature import analyze, record_symbols
 
     # Forgetting dropped its keys: derived again from its text (as ``store/reindex.py`` does).
     analysis = analyze(record.what)
-    back = replace(record, forgotten=False, signatures=analysis.signatures, symbols=analysis.symbols[:64])
+    back = replace(
+        record, forgotten=False, signatures=analysis.signatures, symbols=record_symbols(record.title, analysis)
+    )
     topic = record.topic_key
     # The topic's check and the write under its lock, as a note's are: a note of the topic written
     # in between would otherwise clash with the restored record.

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..analysis.indexing import derive
-from ..analysis.signature import ALGORITHM, analyze, digest
+from ..analysis.signature import ALGORITHM, analyze, digest, record_symbols, title_symbols
 from ..records import Record
 from .base import Store
 
@@ -61,14 +61,16 @@ def resigned(record: Record, algorithm: str, normalized: tuple[str, ...]) -> Rec
     carried = [s for s in record.signatures if s not in from_what]
     analysis = analyze(record.what)
     signatures = tuple(dict.fromkeys([*analysis.signatures, *carried]))
-    symbols = tuple(dict.fromkeys([*analysis.symbols, *record.symbols]))[:64]
-    return replace(record, signatures=signatures, symbols=symbols)
+    return replace(record, signatures=signatures, symbols=record_symbols(record.title, analysis, *record.symbols))
 
 
-def signed_alike(what: str, algorithm: str, normalized: tuple[str, ...]) -> bool:
-    """Whether ``what`` is signed now as it was (same algorithm, same normalised key lines): most
-    records are, after a change of the key-line rules, and re-signing them would only cost."""
-    return algorithm == ALGORITHM and analyze(what).normalized == normalized
+def signed_alike(what: str, algorithm: str, normalized: tuple[str, ...], title: str = "") -> bool:
+    """Whether ``what`` is signed now as it was (same algorithm, same normalised key lines) and
+    ``title`` names no code symbol: most records are, after a change of the key-line rules, and
+    re-signing them would only cost. A title's symbols (signature.title_symbols, SIGNATURE_VERSION 4)
+    are not told apart from those already stored without reading them: such a record is re-signed,
+    which keeps what it had (``resigned``)."""
+    return algorithm == ALGORITHM and analyze(what).normalized == normalized and not title_symbols(title)
 
 
 def upgrade_signatures(store: Store, progress: Callable[[int], None] | None = None) -> int:

@@ -58,15 +58,15 @@ class PgSigning(PgSearch):
             if version >= SIGNATURE_VERSION:
                 return 0
             cur.execute(
-                "SELECT rid, hex, what, sig_algorithm, normalized FROM records WHERE team_id = %s "
+                "SELECT rid, hex, what, sig_algorithm, normalized, title FROM records WHERE team_id = %s "
                 "AND rid > %s AND NOT forgotten ORDER BY rid LIMIT %s FOR UPDATE",
                 (self.team, after, batch),
             )
             rows = cur.fetchall()
             # Most records keep their key lines: only their text is read, whole records (signatures,
             # symbols and marks as arrays) only for those re-signed.
-            signed = {str(h): (str(a or ""), tuple(n or ())) for _rid, h, _what, a, n in rows}
-            redo = [h for (_rid, h, what, _a, _n) in rows if not signed_alike(what, *signed[h])]
+            signed = {str(h): (str(a or ""), tuple(n or ())) for _rid, h, _what, a, n, _title in rows}
+            redo = [h for (_rid, h, what, _a, _n, title) in rows if not signed_alike(what, *signed[h], title)]
             changed: list[str] = []
             if redo:
                 cur.execute(f"SELECT {SELECT} FROM records r WHERE team_id = %s AND hex = ANY(%s)", (self.team, redo))

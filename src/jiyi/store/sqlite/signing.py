@@ -60,15 +60,15 @@ class SQLiteSigning(SQLiteConnection):
             if version >= SIGNATURE_VERSION:
                 return 0
             rows = db.execute(
-                "SELECT rid, hex, what, sig_algorithm, normalized FROM records "
+                "SELECT rid, hex, what, sig_algorithm, normalized, title FROM records "
                 "WHERE rid > ? AND forgotten = 0 ORDER BY rid LIMIT ?",
                 (after, batch),
             ).fetchall()
-            for _rid, hexid, what, algorithm, normalized in rows:
+            for _rid, hexid, what, algorithm, normalized, title in rows:
                 stored = tuple(json.loads(normalized or "[]"))
                 # Most records keep their key lines: only their text is read, the rest of a record
                 # (its signatures, symbols and marks: three more look-ups) only when it is re-signed.
-                if signed_alike(what, algorithm or "", stored):
+                if signed_alike(what, algorithm or "", stored, title):
                     continue
                 row = db.execute(f"SELECT {RECORD_COLUMNS} FROM records WHERE hex = ?", (hexid,)).fetchone()
                 updated = resigned(self._row_to_record(db, row), algorithm or "", stored)
