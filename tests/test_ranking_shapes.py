@@ -78,6 +78,27 @@ def test_a_symbol_named_only_in_a_title_finds_its_record(store: Store) -> None:
     assert "gpu_memory_utilization" in strengths(hits[0])["code_symbol"][1]
 
 
+def test_an_identifier_meets_its_words_spelled_otherwise(store: Store) -> None:
+    # One program prints the driver's enum, another its camel-case name, a person the words apart.
+    driver = put(store, made("Vulkan instance on macOS", what="vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER"))
+    put(store, made("Vulkan layers", what="vkCreateInstance failed: VK_ERROR_LAYER_NOT_PRESENT"))
+    for query in ("vk::SystemError: vk::createInstanceUnique: ErrorIncompatibleDriver", "incompatible driver on a Mac"):
+        hits = searched(store, query)
+        assert hits[0].record.hex == driver.hex, query
+        assert "incompatible" in strengths(hits[0])["lexical"][1]
+
+
+def test_an_identifiers_words_are_no_part_of_a_full_match(store: Store) -> None:
+    # The query names the identifier whole: a record holding it whole matches fully without its pieces.
+    put(store, made("gpu_memory_utilization too low", what="raise gpu_memory_utilization for the KV cache"))
+    weights = lexical.QueryWeights.of(
+        ["gpu_memory_utilization", "memory"], {"gpu_memory_utilization": 5.0, "memory": 1.0}, frozenset(["memory"])
+    )
+    assert weights.full == 5.0
+    hits = searched(store, "gpu_memory_utilization")
+    assert strengths(hits[0])["lexical"][0] == 1.0
+
+
 def test_a_rare_symbol_outweighs_a_common_one() -> None:
     # The worth of a name falls with the share of records holding it: nothing at 30 % of the store.
     assert symbol_rarity(1, 100_000) == 1.0

@@ -78,6 +78,12 @@ MAX_QUERY_TERMS = 64
 RARE_TERMS = 8
 SPLIT_MIXED = True
 _GLUED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])", re.ASCII)
+# The words of a query's compound identifiers (`ErrorIncompatibleDriver` -> incompatible, driver) weigh
+# this share of their IDF, as a CJK bigram does (lexical.BIGRAM_WEIGHT); a record's are indexed beside
+# its identifiers (lexical.VERSION 4). Tune split (below c1800): recurring top-1 2 624 -> 2 626 of
+# 2 734, look-alike confusions 58 -> 60, natural-language 1 307 -> 1 320 of 1 597, zh/mixed 230 -> 232
+# of 285; at the full weight 2 624, 60, 1 314, 233; indexed but not queried 2 625, 55, 1 309, 231.
+IDENTIFIER_WORD_WEIGHT = 0.5
 RARE_BIGRAMS = 4  # of them at most this many CJK bigrams when the query has other words too
 # Past its rarest term, the candidate query takes a term only while the postings it reads stay under
 # this bound (BM25 costs ~3 µs a posting, a document-size look-up each): a term in a third of the
@@ -408,6 +414,10 @@ def prepare(store: Store, query: Query) -> Prepared:
         # (`cuda11.0`, `AndroidStudio`); the records spell them apart: so do the query's words too.
         terms += [t for t in lexical.unique_terms(_GLUED.sub(" ", text)) if t not in terms]
     terms = terms[:MAX_QUERY_TERMS]
+    # The words of the query's compound identifiers (lexical.identifier_words), in the places its own
+    # terms leave: optional terms at a share of their weight, as glosses below.
+    pieces = [w for w in dict.fromkeys(lexical.identifier_words(text)) if w not in terms]
+    pieces = pieces[: MAX_QUERY_TERMS - len(terms)]
     # English words for the query's Chinese words (analysis.glossary), kept only where the store
     # holds them: a Chinese question about an English error otherwise shares nothing with its record.
     glosses = {}
@@ -420,7 +430,7 @@ def prepare(store: Store, query: Query) -> Prepared:
     # only with words found in almost every error (`errors` of a JSON answer; lexical.GENERIC) names
     # nothing, as those words alone are no lexical evidence either.
     spelled = {s: words for s in symbols if (words := lexical.terms(s))}
-    stats = store.term_stats([*terms, *glosses, *(w for words in spelled.values() for w in words)])
+    stats = store.term_stats([*terms, *glosses, *pieces, *(w for words in spelled.values() for w in words)])
     glossed = {w: g for w, g in glosses.items() if stats.doc_counts.get(w, 0) > 0}
     counts = store.symbol_counts(symbols, stats.total) if symbols else {}
     worth = {s: symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
@@ -434,7 +444,11 @@ def prepare(store: Store, query: Query) -> Prepared:
     # ambiguous word's senses (`代理` → behalf) would take the places of the query's own words
     # (tune split: zh/mixed 191 -> 169 with them, 199 without).
     idf.update((w, lexical.idf(stats.doc_counts[w], stats.total) * share) for w, (share, _) in glossed.items())
-    weights = lexical.QueryWeights.of([*terms, *glossed], idf, frozenset(glossed))
+    # A piece of an identifier is part of a word, as a CJK bigram is: it counts at IDENTIFIER_WORD_WEIGHT,
+    # only when a record holds it, and no record needs it for a full match.
+    pieces = [w for w in pieces if stats.doc_counts.get(w, 0) > 0 and w not in glossed]
+    idf.update((w, lexical.idf(stats.doc_counts[w], stats.total) * IDENTIFIER_WORD_WEIGHT) for w in pieces)
+    weights = lexical.QueryWeights.of([*terms, *glossed, *pieces], idf, frozenset([*glossed, *pieces]))
     # Terms the query weighs at nothing (lexical.FUNCTION_WORDS) find no candidate either.
     present = sorted(
         (t for t in terms if stats.doc_counts.get(t, 0) > 0 and weights.weights.get(t, 1.0) > 0),

@@ -72,6 +72,25 @@ def test_unique_terms_keep_first_order_and_index_text_joins_them() -> None:
     assert index_text("ld: undefined symbol deflate") == "ld undefined symbol deflate"
 
 
+def test_identifiers_are_indexed_whole_and_by_their_words() -> None:
+    words = lexical.identifier_words("VK_ERROR_INCOMPATIBLE_DRIVER vk::createInstanceUnique: ErrorIncompatibleDriver")
+    assert words == [
+        "vk", "error", "incompatible", "driver", "create", "instance", "unique", "error", "incompatible", "driver",
+    ]  # fmt: skip
+    assert lexical.identifier_words("HTTPServer cuda11 x86_64 python3 of_the") == [
+        "http",
+        "server",
+        "cuda",
+        "11",
+        "86",
+        "64",
+        "python",
+    ]
+    # Plain words and single-word names have no pieces; a dotted name is already cut by terms().
+    assert lexical.identifier_words("deflate zlib Error torch.load") == []
+    assert index_text("gpu_memory_utilization") == "gpu_memory_utilization gpu memory utilization"
+
+
 def test_words_of_every_alphabetic_script_are_terms() -> None:
     # Cyrillic and Greek were dropped whole before (VERSION 1); accents fold, case folds as FTS5 does.
     assert terms("Ошибка: не найден модуль") == ["ошибка", "не", "наиден", "модуль"]

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 
 # The definition of the terms below; stored with the index (see reindex.py). 1: ASCII words and CJK
 # bigrams only; 2: every script's words, accents folded, Thai/Lao/Myanmar/Khmer bigrams; 3: a record's
-# key error lines indexed with its title, stack frames out of its body (indexing.lexical_index).
-VERSION = 3
+# key error lines indexed with its title, stack frames out of its body (indexing.lexical_index); 4: the
+# words of compound identifiers indexed beside them (identifier_words).
+VERSION = 4
 
 # Kana (without their punctuation `・` `゠`), bopomofo, CJK ideographs (extension A, the BMP block,
 # compatibility, extensions B and later), Hangul syllables: kept as written (NFKC composed them).
@@ -185,8 +186,35 @@ def unique_terms(text: str) -> list[str]:
     return list(dict.fromkeys(terms(text)))
 
 
+# An ASCII identifier made of words: snake_case or SCREAMING_CASE, camelCase or PascalCase (an acronym
+# inside too: `HTTPServer`), letters glued to digits (`cuda11`).
+_COMPOUND = re.compile(
+    r"[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+|[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*|[A-Za-z]*[A-Z]{2}[a-z][A-Za-z0-9]*"
+    r"|[A-Za-z]+[0-9][A-Za-z0-9]*",
+    re.ASCII,
+)
+_WORD_JOINS = re.compile(
+    r"_+|(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])", re.ASCII
+)
+
+
+def identifier_words(text: str) -> list[str]:
+    """The words compound identifiers of ``text`` are spelled with, in order, with repeats
+    (``VK_ERROR_INCOMPATIBLE_DRIVER`` and ``ErrorIncompatibleDriver`` → ``error``, ``incompatible``,
+    ``driver``), besides the identifiers themselves, which ``terms`` keeps whole: one program prints
+    the enum a driver returns, another its name in camel case, and a person writes the words apart.
+    Pieces of one character, and stopwords, say nothing."""
+    out: list[str] = []
+    for match in _COMPOUND.finditer(text):
+        pieces = [p for p in _WORD_JOINS.split(match.group(0)) if p]
+        if len(pieces) > 1:
+            out += [w for w in (p.lower() for p in pieces) if len(w) > 1 and w not in STOPWORDS]
+    return out
+
+
 def index_text(text: str) -> str:
-    return " ".join(terms(text))
+    """``text`` as the full-text index keeps it: its terms, then its identifiers' words (VERSION 4)."""
+    return " ".join([*terms(text), *identifier_words(text)])
 
 
 def match_expression(query_terms: Iterable[str]) -> str:

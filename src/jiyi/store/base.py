@@ -201,7 +201,7 @@ class Indexed:
     """What ranking reads of a candidate before loading it: its full-text terms by field, with
     their counts, and the normalised key lines it was signed from (a near-identical key line)."""
 
-    title: dict[str, int]  # the title and the key error lines (lexical.VERSION 3)
+    title: dict[str, int]  # the title and the key error lines (lexical.VERSION 3 on)
     body: dict[str, int]
     normalized: tuple[str, ...]
 
