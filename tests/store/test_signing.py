@@ -52,12 +52,16 @@ def _signed_as_before(path: Path, hexes: list[str]) -> None:
     db.close()
 
 
-def _signatures(path: Path, hexid: str) -> set[str]:
+def _keys(path: Path, hexid: str, table: str = "signatures", column: str = "sig") -> set[str]:
     db = sqlite3.connect(path)
     try:
-        return {r[0] for r in db.execute("SELECT sig FROM signatures WHERE hex = ?", (hexid,))}
+        return {r[0] for r in db.execute(f"SELECT {column} FROM {table} WHERE hex = ?", (hexid,))}
     finally:
         db.close()
+
+
+def _signatures(path: Path, hexid: str) -> set[str]:
+    return _keys(path, hexid)
 
 
 def test_a_new_store_is_signed_with_the_current_rules(jiyi_home: Path) -> None:
@@ -159,11 +163,7 @@ def test_a_full_reindex_records_the_current_rules(jiyi_home: Path) -> None:
 
 
 def _symbols(path: Path, hexid: str) -> set[str]:
-    db = sqlite3.connect(path)
-    try:
-        return {r[0] for r in db.execute("SELECT symbol FROM symbols WHERE hex = ?", (hexid,))}
-    finally:
-        db.close()
+    return _keys(path, hexid, "symbols", "symbol")
 
 
 def test_a_note_keeps_its_titles_symbols_and_an_older_store_gains_them_when_re_signed(jiyi_home: Path) -> None:
