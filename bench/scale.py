@@ -296,8 +296,9 @@ def measure(size: int, root: Path, args: argparse.Namespace, seeded: list[Record
         "build_rate": built / seconds if seconds else float("nan"),
         "search_p50": statistics.median(times),
         "search_p99": percentile(times, 0.99),
-        "raw_p50": statistics.median(raw),
-        "raw_p99": percentile(raw, 0.99),
+        # --raw-repeat 0: no raw query (timing jiyi alone, as when comparing two mains)
+        "raw_p50": statistics.median(raw) if raw else float("nan"),
+        "raw_p99": percentile(raw, 0.99) if raw else float("nan"),
         "first": f"{first}/{len(expected)}",
         "notes_rate": notes,
         "mb": size_mb,
@@ -310,7 +311,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--raw-repeat", type=int, default=1, help="runs of the raw FTS5 query (~1 s each at 1M)")
+    parser.add_argument(
+        "--raw-repeat", type=int, default=1, help="runs of the raw FTS5 query (~1 s each at 1M; 0: none)"
+    )
     parser.add_argument("--notes", type=int, default=200)
     parser.add_argument("--profile", type=int, default=0, help="cProfile the N slowest queries of each size")
     parser.add_argument("--home", type=Path, default=None, help="keep (and reuse) the stores under this folder")
