@@ -139,6 +139,13 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("jiyi", appauthor=False))
 
 
+def cache_dir() -> Path:
+    """Where a process without a home (the team server) keeps what it can build again."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("jiyi", appauthor=False))
+
+
 def config_dir() -> Path:
     env = os.environ.get("JIYI_CONFIG_DIR")
     if env:

@@ -592,3 +592,27 @@ def test_a_refusal_carries_its_english_form_for_a_client_in_english(db: PgDataba
     with TeamClient(url, token) as team, pytest.raises(InvalidArgument) as info:
         team.search("")
     assert info.value.text("en") == "invalid argument: q: must be 1..2000 characters\nerror code: E_INVALID_ARGUMENT"
+
+
+def test_a_worker_keeps_the_glossary_in_its_cache_folder_not_in_memory(
+    db: PgDatabase, pg_schema: tuple[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A Chinese query's glosses come from a small file in JIYI_TEAM_CACHE_DIR (analysis/glossary.py),
+    # as a client's come from its home: no worker reads the whole dictionary into memory.
+    from jiyi.analysis import glossary
+    from jiyi.team.server.app import app_from_env
+
+    dsn, schema = pg_schema
+    monkeypatch.setenv("JIYI_TEAM_DSN", dsn)
+    monkeypatch.setenv("JIYI_TEAM_SCHEMA", schema)
+    monkeypatch.setenv("JIYI_TEAM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(glossary, "_folder", None)
+    glossary.table.cache_clear()
+    app = app_from_env()
+    try:
+        with serving(app) as base, client(base, db.create_token("alpha", "alice")) as http:
+            assert http.get("/v1/search", params={"q": "链接时找不到 zlib"}).json() == {"hits": []}
+        assert list((tmp_path / "cache").glob("glossary-*.sqlite"))
+        assert glossary.table.cache_info().currsize == 0
+    finally:
+        app.state.db.close()

@@ -76,6 +76,15 @@ def team_group() -> None:
     help="Seconds an idle connection is kept open; longer than the proxy's (or clients') idle timeout.",
 )
 @click.option(
+    "--cache-dir",
+    "cache",
+    envvar="JIYI_TEAM_CACHE_DIR",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Where the server keeps what it builds once (the Chinese glossary's table, ~4 MB; "
+    "JIYI_TEAM_CACHE_DIR). Default: the user's cache folder.",
+)
+@click.option(
     "--operator-token",
     envvar="JIYI_TEAM_OPERATOR_TOKEN",
     default=None,
@@ -91,6 +100,7 @@ def serve_command(
     rate_per_minute: int | None,
     read_dsn: str | None,
     keep_alive: int,
+    cache: str | None,
     operator_token: str | None,
 ) -> None:
     """Run the team server (HTTP, for a reverse proxy with TLS in front of it).
@@ -114,6 +124,8 @@ def serve_command(
         os.environ["JIYI_TEAM_READ_DSN"] = read_dsn
     if rate_per_minute is not None:
         os.environ["JIYI_TEAM_RATE"] = str(rate_per_minute)
+    if cache:
+        os.environ["JIYI_TEAM_CACHE_DIR"] = cache
     if operator_token:
         if len(operator_token) < 16:
             raise click.UsageError(

@@ -32,6 +32,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ...analysis import glossary
+from ...config import cache_dir
 from ...errors import Forbidden, InvalidArgument, JiyiError, NotFound
 from ...ranking import Hit, Query, rank
 from ...records import RELATIONS, SCOPES, TYPES, is_hex
@@ -396,10 +398,14 @@ def create_app(
 def app_from_env() -> Starlette:
     """The app of one ``jiyi team serve`` worker (uvicorn's factory): the database from
     ``JIYI_TEAM_DSN`` / ``JIYI_TEAM_SCHEMA``, its read replica from ``JIYI_TEAM_READ_DSN`` (same
-    schema), the rate from ``JIYI_TEAM_RATE``."""
+    schema), the rate from ``JIYI_TEAM_RATE``, the folder it keeps its caches in from
+    ``JIYI_TEAM_CACHE_DIR`` (default: the user's cache folder)."""
     dsn = os.environ.get("JIYI_TEAM_DSN", "")
     if not dsn:
         raise SystemExit("jiyi team serve: no database (--dsn or JIYI_TEAM_DSN)")
+    # A Chinese query's glosses are looked up in a small file there, as a client's are in its home
+    # (analysis/glossary.py): without one, every worker would hold the whole table (~57 MB).
+    glossary.use(os.environ.get("JIYI_TEAM_CACHE_DIR") or str(cache_dir()))
     schema = os.environ.get("JIYI_TEAM_SCHEMA", "jiyi")
     db = PgDatabase(dsn, schema=schema)
     # On the primary only: a replica receives the re-derived terms by replication.
