@@ -21,9 +21,9 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Set J and the eighth re-split"): every cluster below c1800
-is ``tune`` (the 29 the rules were written against and sets A to I, each looked at before this split
-was fixed); set J, ids from c1800 on (``clusters_j.jsonl``, ``queries_j.jsonl``), gathered afterwards
+The split is frozen (bench/data/README.md, "Set K and the ninth re-split"): every cluster below c2000
+is ``tune`` (the 29 the rules were written against and sets A to J, each looked at before this split
+was fixed); set K, ids from c2000 on (``clusters_k.jsonl``, ``queries_k.jsonl``), gathered afterwards
 and not run before the split was committed, is ``test``; a query has its cluster's split. Tune on
 ``--split tune``; ``--split test`` only to report.
 
@@ -76,9 +76,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c1800 (and any other id) are tuned on; set J, c1800 on, is the test."""
+    """The frozen split: ids below c2000 (and any other id) are tuned on; set K, c2000 on, is the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 1800 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 2000 else "tune"
 
 
 @dataclass(frozen=True)
