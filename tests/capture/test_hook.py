@@ -490,3 +490,37 @@ def test_with_a_settings_file_the_quick_path_reads_it_through_config(
     assert read is not None and hook_quick.apply(read, dict(os.environ), recall_to=True) == (True, None)
     user_file.write_text("read_budget = -3\n")  # config.load's to report: the full way
     assert hook_quick.apply(read, dict(os.environ), recall_to=True) == (False, None)
+
+
+def test_the_hook_leaves_an_older_stores_upgrade_to_the_processes_nobody_waits_on(
+    tmp_path: Path, jiyi_home: Path, project: Path
+) -> None:
+    # After a change of the terms or key-line rules a large store is brought up to date a bounded
+    # while on each open (store/reindex.py); the agent waits on every hook call, so the hook does
+    # not take that while: it still records the failure and recalls the note.
+    import sqlite3
+
+    from jiyi.analysis import lexical
+    from jiyi.analysis.indexing import SIGNATURE_VERSION
+
+    with jiyi.Memory() as memory:
+        writer = memory.session(session_id="earlier")
+        writer.observe_tool_result("Bash", ok=False, error="ld: undefined symbol deflate")
+        writer.note(**ZLIB)
+    db = sqlite3.connect(jiyi_home / "jiyi.db")
+    older = [("lexical_version", str(lexical.VERSION - 1)), ("signature_version", str(SIGNATURE_VERSION - 1))]
+    db.executemany("INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", older)
+    db.commit()
+    db.close()
+    failure = _event("PostToolUseFailure", project, tool_name="Bash", tool_input={"command": "make"},
+                     error="ld: undefined symbol deflate")  # fmt: skip
+    done = _hook(tmp_path, jiyi_home, failure)
+    assert done.returncode == 0, done.stderr
+    assert "Link zlib with -lz" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    db = sqlite3.connect(jiyi_home / "jiyi.db")
+    versions = dict(db.execute("SELECT key, value FROM store_meta WHERE key LIKE '%_version'").fetchall())
+    db.close()
+    assert (versions["lexical_version"], versions["signature_version"]) == tuple(v for _, v in older)
+    with jiyi.Memory() as memory:  # the MCP server's or the CLI's open does it
+        assert memory.store.lexical_state() == (lexical.VERSION, 0)
+        assert memory.store.signature_state() == (SIGNATURE_VERSION, 0)

@@ -77,7 +77,11 @@ def _full(event: Event, environ: dict[str, str], *, recall_to: bool) -> str | No
     if not session_id:
         return None  # no conversation to attach the result to
     found = project.detect(folder)
-    store = SQLiteStore(settings.store_path, busy_timeout_ms=min(settings.busy_timeout_ms, 2000))
+    # No upgrade of older terms or signatures here: after a version change every hook call of a large
+    # store would spend up to 0.4 s on it while the agent waits. The MCP server, the CLI and the
+    # detached `jiyi hook --finish` and `jiyi team sync` do it (store/reindex.py: meanwhile search
+    # finds what it found before).
+    store = SQLiteStore(settings.store_path, busy_timeout_ms=min(settings.busy_timeout_ms, 2000), upgrade_on_open=False)
     try:
         store.touch_session(session_id, found.key, found.name)
         if event.call is not None:

@@ -83,10 +83,13 @@ class SQLiteStore(SQLiteLexical, SQLiteSigning, SQLiteSearch, SQLiteSessions, St
         store = SQLiteStore(Path(home) / "jiyi.db")
     """
 
-    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, upgrade_on_open: bool = True) -> None:
+        """``upgrade_on_open``: bring older terms and signatures up to date for a bounded while (up to
+        ~0.2 s each, store/reindex.py); False where the caller waits on the open (the hook)."""
         super().__init__(path, busy_timeout_ms=busy_timeout_ms)
-        self._upgrade_terms_on_open()
-        self._resign_on_open()
+        if upgrade_on_open:
+            self._upgrade_terms_on_open()
+            self._resign_on_open()
 
     # -- records -----------------------------------------------------------------------------
     def _row_to_record(
