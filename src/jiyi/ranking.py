@@ -499,7 +499,11 @@ def rank(
     lexical_only = [
         h for h in store.by_terms(parts.rare_terms, TERM_CANDIDATES) if h not in excluded and h not in exact
     ]
-    indexed = store.indexed([*exact, *lexical_only])
+    # Ranking reads these terms of a candidate's index and no other (lexical.evidence, near_match,
+    # promising below), and its length.
+    symbol_terms = {t for s in parts.symbols for t in lexical.terms(s)}
+    read = {*parts.weights.terms, *(t for line in parts.near for t in line.tokens), *symbol_terms}
+    indexed = store.indexed([*exact, *lexical_only], read)
     nothing = Indexed({}, {}, ())
     covers = {}
     candidates = [*exact, *lexical_only]
@@ -510,7 +514,6 @@ def rank(
     # A candidate found by its words alone that shares too few of them with the query cannot make a
     # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record), unless
     # it names one of the query's symbols or its key line nearly matches the query's.
-    symbol_terms = {t for s in parts.symbols for t in lexical.terms(s)}
 
     def promising(h: str) -> bool:
         fields = indexed.get(h, nothing)

@@ -235,6 +235,26 @@ def test_full_text_terms_rank_and_count(store: Store) -> None:
     assert store.indexed_terms([]) == {}
 
 
+def test_the_terms_ranking_reads_come_back_alike_when_asked_for_alone(store: Store) -> None:
+    # Ranking asks for the query's terms only (PostgreSQL then reads just those of a vector): the
+    # counts by field and the whole length must be what the full read gives.
+    record = put(
+        store,
+        made(
+            "deflate deflate missing at link time",
+            what="ld: undefined symbol deflate\nld: undefined symbol inflate\nVK_ERROR_INCOMPATIBLE_DRIVER 链接时报错",
+        ),
+    )
+    whole = store.indexed([record.hex])[record.hex]
+    asked = ["deflate", "inflate", "incompatible", "链接", "zlib", "never-indexed", "a'b"]
+    some = store.indexed([record.hex], asked)[record.hex]
+    assert some.length == whole.length > 0
+    assert {t: some.title.get(t, 0) for t in asked} == {t: whole.title.get(t, 0) for t in asked}
+    assert {t: some.body.get(t, 0) for t in asked} == {t: whole.body.get(t, 0) for t in asked}
+    assert whole.title["deflate"] >= 2 and whole.body.get("inflate", 0) + whole.title.get("inflate", 0) >= 1
+    assert some.normalized == whole.normalized
+
+
 @pytest.mark.parametrize(
     "terms", [["'&|!():*\\"], ['"', "''", "a'b", "\\'"], ["!", "&", "|", "(", ")", ":*"], ["", " "], ["x:*", "(y"]]
 )

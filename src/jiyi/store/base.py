@@ -204,11 +204,12 @@ class Indexed:
     title: dict[str, int]  # the title and the key error lines (lexical.VERSION 3 on)
     body: dict[str, int]
     normalized: tuple[str, ...]
+    size: int | None = None  # every term counted, when title and body hold only some (Store.indexed)
 
     @property
     def length(self) -> int:
         """How many terms were indexed, every field together."""
-        return sum(self.title.values()) + sum(self.body.values())
+        return self.size if self.size is not None else sum(self.title.values()) + sum(self.body.values())
 
     @classmethod
     def of(cls, title: str, body: str, normalized: Iterable[str]) -> Indexed:
@@ -434,8 +435,9 @@ class Store(ABC):
         """Hexes of records matching any of ``terms``, best full-text rank first."""
 
     @abstractmethod
-    def indexed(self, hexids: Iterable[str]) -> dict[str, Indexed]:
-        """The full-text terms each record was indexed with, by field, and its normalised key lines."""
+    def indexed(self, hexids: Iterable[str], terms: Iterable[str] | None = None) -> dict[str, Indexed]:
+        """The full-text terms each record was indexed with, by field, and its normalised key lines;
+        with ``terms``, a store may give only those of them (ranking reads no other), the length whole."""
 
     def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
         """The full-text terms each record was indexed with, every field together."""
