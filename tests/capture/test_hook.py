@@ -56,6 +56,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+def _noted_zlib() -> None:
+    """The zlib note, written by an earlier session after the link failure it fixes."""
+    with jiyi.Memory() as memory:
+        writer = memory.session(session_id="earlier")
+        writer.observe_tool_result("Bash", ok=False, error="ld: undefined symbol deflate")
+        writer.note(**ZLIB)
+
+
 def _state(session_id: str = SESSION) -> Any:
     with jiyi.Memory() as memory:
         return memory.store.session(session_id)
@@ -64,10 +72,7 @@ def _state(session_id: str = SESSION) -> Any:
 def test_a_claude_code_failure_becomes_the_sessions_last_failure_and_finds_the_note(
     tmp_path: Path, jiyi_home: Path, project: Path
 ) -> None:
-    with jiyi.Memory() as memory:
-        writer = memory.session(session_id="earlier")
-        writer.observe_tool_result("Bash", ok=False, error="ld: undefined symbol deflate")
-        writer.note(**ZLIB)
+    _noted_zlib()
 
     failure = _event(
         "PostToolUseFailure",
@@ -503,10 +508,7 @@ def test_the_hook_leaves_an_older_stores_upgrade_to_the_processes_nobody_waits_o
     from jiyi.analysis import lexical
     from jiyi.analysis.indexing import SIGNATURE_VERSION
 
-    with jiyi.Memory() as memory:
-        writer = memory.session(session_id="earlier")
-        writer.observe_tool_result("Bash", ok=False, error="ld: undefined symbol deflate")
-        writer.note(**ZLIB)
+    _noted_zlib()
     db = sqlite3.connect(jiyi_home / "jiyi.db")
     older = [("lexical_version", str(lexical.VERSION - 1)), ("signature_version", str(SIGNATURE_VERSION - 1))]
     db.executemany("INSERT OR REPLACE INTO store_meta (key, value) VALUES (?, ?)", older)

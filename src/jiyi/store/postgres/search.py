@@ -285,18 +285,11 @@ def _some_fields(tsv: str, normalized: list[str], wanted: list[tuple[str, str]])
         if at < 0:
             continue
         end = at + len(key)
-        if end == len(tsv) or tsv[end] == " ":  # a lexeme without positions counts once in the body
-            body[term] = 1
-            continue
-        if tsv[end] != ":":
-            continue
-        stop = tsv.find(" ", end)
-        positions = tsv[end + 1 : stop if stop >= 0 else len(tsv)].split(",")
-        high = sum(1 for p in positions if p.endswith("A"))
-        if high:
-            title[term] = high
-        if len(positions) > high:
-            body[term] = len(positions) - high
+        if end == len(tsv) or tsv[end] == " ":  # no positions
+            _place(term, "", title, body)
+        elif tsv[end] == ":":
+            stop = tsv.find(" ", end)
+            _place(term, tsv[end + 1 : stop if stop >= 0 else len(tsv)], title, body)
     size = tsv.count(",") + tsv.count(" ") + 1 if tsv else 0
     return Indexed(title, body, tuple(normalized), size)
 
@@ -307,11 +300,16 @@ def _fields(tsv: str, normalized: list[str]) -> Indexed:
     title: dict[str, int] = {}
     body: dict[str, int] = {}
     for m in _TSV_LEXEME.finditer(tsv):
-        term = m.group(1).replace("''", "'").replace("\\\\", "\\")
-        positions = (m.group(2) or "").split(",")
-        high = sum(1 for p in positions if p.endswith("A"))
-        if high:
-            title[term] = high
-        if len(positions) > high:
-            body[term] = len(positions) - high
+        _place(m.group(1).replace("''", "'").replace("\\\\", "\\"), m.group(2) or "", title, body)
     return Indexed(title, body, tuple(normalized))
+
+
+def _place(term: str, positions: str, title: dict[str, int], body: dict[str, int]) -> None:
+    """Count ``term`` by field from its positions' text (``1A,5``): weight A is the title's; no
+    position at all counts once in the body."""
+    marks = positions.split(",")
+    high = sum(1 for p in marks if p.endswith("A"))
+    if high:
+        title[term] = high
+    if len(marks) > high:
+        body[term] = len(marks) - high
