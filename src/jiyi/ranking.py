@@ -448,7 +448,9 @@ def prepare(store: Store, query: Query) -> Prepared:
     # only when a record holds it, and no record needs it for a full match.
     pieces = [w for w in pieces if stats.doc_counts.get(w, 0) > 0 and w not in glossed]
     idf.update((w, lexical.idf(stats.doc_counts[w], stats.total) * IDENTIFIER_WORD_WEIGHT) for w in pieces)
-    weights = lexical.QueryWeights.of([*terms, *glossed, *pieces], idf, frozenset([*glossed, *pieces]))
+    weights = lexical.QueryWeights.of(
+        [*terms, *glossed, *pieces], idf, frozenset([*glossed, *pieces]), stats.doc_counts, stats.total
+    )
     # Terms the query weighs at nothing (lexical.FUNCTION_WORDS) find no candidate either.
     present = sorted(
         (t for t in terms if stats.doc_counts.get(t, 0) > 0 and weights.weights.get(t, 1.0) > 0),

@@ -305,6 +305,31 @@ def test_a_word_said_again_counts_more_as_in_bm25_up_to_twice_a_single_title_occ
     assert lexical.strength(weights, {"nbconvert": 3, "dependency": 3}, {})[0] == 1.0
 
 
+def test_a_word_few_records_hold_counts_in_the_body_nearly_as_in_the_title() -> None:
+    total = 5000
+    assert lexical.body_weight(1, total) == 1.0
+    assert lexical.body_weight(lexical.RARE_BODY_DOCS, total) == lexical.BODY_WEIGHT
+    assert lexical.body_weight(400, total) == lexical.BODY_WEIGHT
+    assert lexical.body_weight(0, total) == lexical.BODY_WEIGHT  # never indexed: nothing to say
+    assert 1.0 > lexical.body_weight(3, total) > lexical.body_weight(10, total) > lexical.BODY_WEIGHT
+    # A small store cannot tell a rare word from one few records hold: rarity counts by its size.
+    assert lexical.body_weight(1, 3) < lexical.BODY_WEIGHT + 0.01
+    assert lexical.body_weight(1, 100) < lexical.body_weight(1, 500) < lexical.body_weight(1, 2000) == 1.0
+    assert all(lexical.BODY_WEIGHT <= lexical.body_weight(n, 8) <= 1.0 for n in range(9))
+    # In a record's body, a name on two records (`TOCropViewController`) outweighs a word on four
+    # hundred that the query weighs the same: its place there says less than its rarity.
+    counts = {"tocropviewcontroller": 2, "signing": 400}
+    idf_of = {"tocropviewcontroller": 5.0, "signing": 5.0}
+    weights = QueryWeights.of(list(counts), idf_of, doc_counts=counts, docs=total)
+    rare = lexical.evidence(weights, {}, {"tocropviewcontroller": 1})[0]
+    common = lexical.evidence(weights, {}, {"signing": 1})[0]
+    titled = lexical.evidence(weights, {"signing": 1}, {})[0]
+    assert common < rare <= titled
+    # Without the counts every body word counts BODY_WEIGHT, as before.
+    plain = QueryWeights.of(list(counts), idf_of)
+    assert lexical.evidence(plain, {}, {"tocropviewcontroller": 1})[0] == common
+
+
 # -- no query text can break the store (docs/spec.md §6) ---------------------------------------------
 
 

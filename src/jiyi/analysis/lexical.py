@@ -27,8 +27,8 @@ import functools
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 # The definition of the terms below; stored with the index (see reindex.py). 1: ASCII words and CJK
 # bigrams only; 2: every script's words, accents folded, Thai/Lao/Myanmar/Khmer bigrams; 3: a record's
@@ -245,6 +245,7 @@ class QueryWeights:
     weights: dict[str, float]  # every query term, unseen ones at the mean
     total: float
     full: float = 0.0  # the weight of a full match: the query's FULL_MATCH_TERMS heaviest terms
+    body: dict[str, float] = field(default_factory=dict)  # a term's body_weight, BODY_WEIGHT when absent
 
     @property
     def mean(self) -> float:
@@ -253,8 +254,14 @@ class QueryWeights:
 
     @classmethod
     def of(
-        cls, query_terms: Iterable[str], idf_of: dict[str, float], optional: frozenset[str] = frozenset()
+        cls,
+        query_terms: Iterable[str],
+        idf_of: dict[str, float],
+        optional: frozenset[str] = frozenset(),
+        doc_counts: Mapping[str, int] | None = None,
+        docs: int = 0,
     ) -> QueryWeights:
+        """``doc_counts`` (of ``docs`` records): how many records hold each term, for body_weight."""
         ordered = tuple(dict.fromkeys(query_terms))
         known = [idf_of[t] for t in ordered if idf_of.get(t, 0.0) > 0.0]
         if not known:
@@ -271,7 +278,9 @@ class QueryWeights:
         # no part of a full match: a record lacking one is not the weaker for it.
         ranked = sorted((w for t, w in weights.items() if t not in GENERIC and t not in optional), reverse=True)
         full = sum(ranked[:FULL_MATCH_TERMS]) + FULL_MATCH_REST * sum(ranked[FULL_MATCH_TERMS:])
-        return cls(ordered, weights, sum(weights.values()), full)
+        counts = doc_counts or {}
+        body = {t: body_weight(counts[t], docs) for t in ordered if counts.get(t, 0) > 0}
+        return cls(ordered, weights, sum(weights.values()), full, body)
 
 
 # A term cut from a CJK (or Thai, …) run, as a share of its IDF: see QueryWeights.of.
@@ -292,6 +301,30 @@ SATURATION = 1.0
 # count (a long record also says its words more often); with them, 0.5 -> 0.75 moved the tune split's
 # recurring top-1 2 134 -> 2 136, confusions 56 -> 55, natural-language 1 092 -> 1 095.
 LENGTH_NORM = 0.75
+
+
+# A word on this many records or fewer counts in a record's body more than BODY_WEIGHT, up to as
+# much as in its title for a word on one record (body_weight): a name that few records hold
+# (`TOCropViewController`, a package, a setting) names them wherever they hold it, where the body's
+# common words are mostly a log's or a question's filler. Tune split (below c2000): natural-language
+# top-1 1 409 -> 1 430 of 1 709, recurring 2 791 -> 2 789 of 2 920, confusions 69 -> 68 (5: 1 421;
+# 50 and 150: 1 433, recurring 2 788).
+RARE_BODY_DOCS = 20
+# A store of few records cannot tell a rare word from one that few records happen to hold (in a store
+# of three, every word is on "one record"): rarity counts in full from this many records on, in
+# proportion below.
+RARE_BODY_STORE = 1000
+
+
+def body_weight(doc_count: int, total: int) -> float:
+    """What one occurrence of a term in a record's body counts against one in its title: BODY_WEIGHT
+    for a term on RARE_BODY_DOCS records or more, rising with its IDF to 1.0 for a term on one (in a
+    store of RARE_BODY_STORE records or more)."""
+    high, low = idf(1, total), idf(RARE_BODY_DOCS, total)
+    if doc_count <= 0 or high <= low:
+        return BODY_WEIGHT
+    rarity = min(1.0, max(0.0, (idf(doc_count, total) - low) / (high - low)))
+    return BODY_WEIGHT + (1.0 - BODY_WEIGHT) * rarity * min(1.0, total / RARE_BODY_STORE)
 
 
 def relative_length(lengths: dict[str, int]) -> dict[str, float]:
@@ -338,7 +371,7 @@ def evidence(
     k = SATURATION * (1.0 - LENGTH_NORM + LENGTH_NORM * length)
     weights = query.weights
     for t in query.terms:
-        f = title.get(t, 0) + BODY_WEIGHT * body.get(t, 0)
+        f = title.get(t, 0) + query.body.get(t, BODY_WEIGHT) * body.get(t, 0)
         if not f:
             continue
         matched.append(t)
