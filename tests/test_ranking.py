@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from jiyi import ranking
 from jiyi.analysis.indexing import derive
 from jiyi.analysis.lexical import QueryWeights
 from jiyi.analysis.signature import analyze
-from jiyi.ranking import LEXICAL_FLOOR, WEIGHTS, Hit, Prepared, Query, rank, score
+from jiyi.ranking import LEXICAL_FLOOR, WEIGHTS, Hit, Prepared, Query, rank, score, signature_share
 from jiyi.records import Record, Relation, Revision, new_hex, snapshot
 from jiyi.store.base import Indexed, Store
 from jiyi.tools import formats
@@ -318,3 +319,43 @@ def test_the_matched_line_shows_nine_signals_cut_and_rounded(store: Store) -> No
     assert by_name["same_project"].group(2) == "zlib-port"
     assert by_name["tool_name"].group(2) == "make" and by_name["recency"].group(2) == "0d"
     assert by_name["evidence"].group(2) == "sources=2,used_success=0"
+
+
+def test_a_key_line_look_alikes_share_counts_by_how_much_of_the_query_each_holds(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every gem whose library is missing prints this line; the query names which library it was.
+    wrapper = "ERROR: Failed to build gem native extension."
+    detail = "checking for libpq-fe.h... no\nCan't find the PostgreSQL client library (libpq): try --with-pg-config"
+    for n, topic in enumerate(("zlib", "openssl", "readline", "sqlite3")):  # a store, not two records
+        put(store, made(f"{topic} note", what=f"{topic} was missing: install {topic} headers", sources=n + 1))
+    generic = put(store, made("Native gems need their build tools", what=wrapper, why="-", where="-", learned="-"))
+    specific = put(
+        store,
+        made(
+            "pg gem: install libpq-dev for libpq-fe.h",
+            what=f"gem install pg: {detail}", why="the PostgreSQL client headers are missing", where="-",
+            learned="apt install libpq-dev, or pass --with-pg-config",
+        ),
+    )  # fmt: skip
+    query = f"{wrapper}\n{detail}"
+    assert set(analyze(query).signatures) & set(generic.signatures)
+    assert not set(analyze(query).signatures) & set(specific.signatures)
+
+    def ranked() -> list[Hit]:
+        return rank(store, Query(text=query, project_key="zlib-port"), limit=5, now=NOW)
+
+    hits = ranked()
+    assert [h.record.hex for h in hits][:2] == [specific.hex, generic.hex]
+    # The shared line still counts for the record that prints it, at its share of the best evidence.
+    sig = signals(hits[1])["error_signature"]
+    assert 0.0 < sig[0] < 1.0 and sig[1].startswith("sha256:")
+    # Counted whole whatever else the query says, the shared line put the generic record first.
+    monkeypatch.setattr(ranking, "SIGNATURE_SHARE_POWER", 0)
+    assert ranked()[0].record.hex == generic.hex
+
+
+def test_signature_share_falls_with_the_share_of_the_best_evidence() -> None:
+    assert signature_share(1.2, 1.2) == 1.0 == signature_share(2.0, 1.0)
+    assert signature_share(0.0, 0.0) == 1.0  # no candidate holds a word: nothing to weigh it by
+    assert 0.0 < signature_share(0.5, 1.0) < signature_share(0.9, 1.0) < 1.0
