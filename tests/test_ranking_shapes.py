@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from jiyi.analysis import glossary, lexical, signature_rules
-from jiyi.analysis.signature import analyze, record_symbols
+from jiyi.analysis.signature import analyze, quoted_lines, record_symbols
 from jiyi.ranking import Hit, Query, context_share, line_worth, rank, symbol_rarity, symbol_worth
 from jiyi.store.base import Store
 
@@ -76,6 +76,41 @@ def test_a_symbol_named_only_in_a_title_finds_its_record(store: Store) -> None:
     hits = searched(store, f"vllm-1  | {vllm} when initializing the engine.")
     assert hits[0].record.hex == titled.hex
     assert "gpu_memory_utilization" in strengths(hits[0])["code_symbol"][1]
+
+
+def test_a_message_quoted_in_a_title_nearly_matches_the_query_key_line(store: Store) -> None:
+    # The note's text starts at another error line (the first a log printed), its title quotes the
+    # one that matters; the look-alike's own key line is the same message on another platform.
+    emulator = "emulator: ERROR: x86_64 emulation currently requires hardware acceleration!"
+    quoted = put(
+        store,
+        made(
+            'Android emulator in a VM "ERROR: x86_64 emulation currently requires hardware acceleration!"',
+            what=f"ERROR: resizing partition e2fsck failed with exit code 8\n{emulator}\nEnsure KVM is installed",
+            why="no nested virtualization", where="-", learned="enable KVM in the VM",
+        ),
+    )  # fmt: skip
+    assert not any("emulation" in line for line in analyze(quoted.what).normalized)
+    put(
+        store,
+        made(
+            "Android emulator on macOS needs HAXM",
+            what="emulator: ERROR: x86 emulation currently requires hardware acceleration!\nHAXM is not installed",
+            why="-", where="-", learned="install HAXM",
+        ),
+    )  # fmt: skip
+    hits = searched(store, f"{emulator}\nPlease ensure KVM is properly installed and usable.")
+    assert hits[0].record.hex == quoted.hex
+    near, detail = strengths(hits[0])["error_signature"]
+    assert 0.0 < near < 1.0 and detail.startswith("~")
+
+
+def test_quoted_lines_are_the_messages_a_title_quotes() -> None:
+    title = "Keycloak 18+ logout \"Invalid parameter: redirect_uri\" (\u201cParameter 'redirect_uri' unsupported\u201d)"
+    lines = quoted_lines(title)
+    assert len(lines) == 2 and "redirect_uri" in lines[0]
+    assert quoted_lines('pip "x"') == () == quoted_lines("no quote at all")  # a name is no message
+    assert quoted_lines('"' + "unterminated and long enough to be a message") == ()
 
 
 def test_an_identifier_meets_its_words_spelled_otherwise(store: Store) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .analysis import lexical
-from .analysis.signature import Analysis, analyze, digest, search_words
+from .analysis.signature import Analysis, analyze, digest, quoted_lines, search_words
 from .records import Record, parse_time
 from .store.base import SYMBOL_COUNT_SHARE, Indexed, Store
 
@@ -265,6 +265,17 @@ def near_match(
     return best, line, worth
 
 
+def _near_lines(record: Record, parts: Prepared, indexed: Indexed) -> tuple[str, ...]:
+    """The record's lines a query's key line may nearly match: its own key lines, and the messages its
+    title quotes (signature.quoted_lines) when one of the query's lines can reach its title at all.
+    Tune split (below c2000): recurring top-1 2 797 -> 2 802 of 2 920, confusions 63 -> 60."""
+    if not parts.near or ('"' not in record.title and "\u201c" not in record.title):
+        return indexed.normalized
+    if not any(line.reachable(indexed.title) for line in parts.near):
+        return indexed.normalized
+    return tuple(dict.fromkeys((*indexed.normalized, *quoted_lines(record.title))))
+
+
 def _facts(
     record: Record,
     query: Query,
@@ -281,8 +292,8 @@ def _facts(
     candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = parts.signature_worth.get(sig, 1.0) * signature_share(cover[0], best_cover) if sig else 0.0
-    if sig is None and indexed is not None and indexed.normalized:
-        similarity, line, line_info = near_match(parts, indexed.normalized, indexed.title)
+    if sig is None and indexed is not None and (lines := _near_lines(record, parts, indexed)):
+        similarity, line, line_info = near_match(parts, lines, indexed.title)
         if similarity >= NEAR_MIN:
             signature = NEAR_SCALE * similarity * line_info
             sig = f"~{similarity:.2f} {digest(line)}"

@@ -14,6 +14,7 @@ normalised lines are kept by the store so records can be re-signed after a chang
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -446,6 +447,31 @@ def title_symbols(title: str) -> tuple[str, ...]:
         return R.symbols(title, MAX_SYMBOLS) if isinstance(title, str) else ()
     except Exception:  # a hint, as analyze: no title may break a note
         return ()
+
+
+# What a title quotes, in straight or curly double quotes: at least a few words, not a name.
+_TITLE_QUOTE = re.compile(r'"([^"\n]{12,300})"|\u201c([^\u201d\n]{12,300})\u201d')
+
+
+@functools.lru_cache(maxsize=4096)
+def quoted_lines(title: str) -> tuple[str, ...]:
+    """The normalised lines of the messages a record's title quotes (``Keycloak 18+ logout "Invalid
+    parameter: redirect_uri"``): each quote's key lines, else the quote masked as a key line is.
+
+    A title names the error its record is about, and its text's key line may be another (a log
+    whose first error line is not the one that matters, a sentence around the message, a question
+    in another language): ranking compares the query's key lines with these as with the record's
+    own, for a near match only (ranking._facts). Kept per title: a long-lived server meets the same
+    records' titles search after search."""
+    out: list[str] = []
+    try:
+        for match in _TITLE_QUOTE.finditer(title):
+            quote = match.group(1) or match.group(2)
+            found = analyze(quote).normalized or ((_mask(quote),) if quote.strip() else ())
+            out += [n for n in found if n and n not in out]
+    except Exception:  # a hint, as analyze: no title may break a search
+        return ()
+    return tuple(out)
 
 
 def record_symbols(title: str, analysis: Analysis, *more: str) -> tuple[str, ...]:
