@@ -21,9 +21,9 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Set K and the ninth re-split"): every cluster below c2000
-is ``tune`` (the 29 the rules were written against and sets A to J, each looked at before this split
-was fixed); set K, ids from c2000 on (``clusters_k.jsonl``, ``queries_k.jsonl``), gathered afterwards
+The split is frozen (bench/data/README.md, "Set L and the tenth re-split"): every cluster below c2200
+is ``tune`` (the 29 the rules were written against and sets A to K, each looked at before this split
+was fixed); set L, ids from c2200 on (``clusters_l.jsonl``, ``queries_l.jsonl``), gathered afterwards
 and not run before the split was committed, is ``test``; a query has its cluster's split. Tune on
 ``--split tune``; ``--split test`` only to report.
 
@@ -76,9 +76,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c2000 (and any other id) are tuned on; set K, c2000 on, is the test."""
+    """The frozen split: ids below c2200 (and any other id) are tuned on; set L, c2200 on, is the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 2000 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 2200 else "tune"
 
 
 @dataclass(frozen=True)
