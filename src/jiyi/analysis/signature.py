@@ -450,7 +450,7 @@ def title_symbols(title: str) -> tuple[str, ...]:
 
 
 # What a title quotes, in straight or curly double quotes: at least a few words, not a name.
-_TITLE_QUOTE = re.compile(r'"([^"\n]{12,300})"|\u201c([^\u201d\n]{12,300})\u201d')
+_TITLE_QUOTE = compile_rx(r'"([^"\n]{12,300})"|\u201c([^\u201d\n]{12,300})\u201d')
 
 
 @functools.lru_cache(maxsize=4096)
