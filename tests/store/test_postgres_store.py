@@ -446,3 +446,28 @@ def test_a_common_term_is_ranked_among_a_bounded_sample(db: PgDatabase, monkeypa
     assert len(store.by_terms(["deflate"], 5)) == 3
     monkeypatch.setattr(store_base, "TERM_SCAN", 2)
     assert len(store.by_terms(["deflate"], 5)) == 2
+
+
+def test_a_search_commits_each_look_up_and_hands_its_connection_back_as_it_found_it(
+    pg_schema: tuple[str, str], client: SQLiteStore
+) -> None:
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema, min_size=1, max_size=1) as one:  # the search's connection is the writes'
+        store = TeamStore(one, one.create_team("t"))
+        store.merge_pushed(line(client, made()), "alice")
+        seen: list[tuple[bool, str]] = []
+        with store.one_connection() as pinned, pinned.reading() as cur:
+            cur.execute("SELECT 1")
+            seen.append((cur.connection.autocommit, str(cur.connection.info.transaction_status.name)))
+        # No transaction is left open between a search's statements: each one committed by itself.
+        assert seen == [(True, "IDLE")]
+        assert len(search_hits(store, "undefined symbol deflate", 5)) == 1
+        with one.pool.connection() as conn:
+            assert conn.autocommit is False  # as the pool hands its connections out
+        # A write after the search still runs in its own transaction, and rolls back as one.
+        with pytest.raises(Unavailable), one.cursor() as cur:
+            cur.execute("UPDATE records SET title = 'changed' WHERE team_id = %s", (store.team,))
+            cur.execute("SELECT 1/0")
+        with one.cursor() as cur:
+            cur.execute("SELECT count(*) FROM records WHERE team_id = %s AND title = 'changed'", (store.team,))
+            assert cur.fetchone() == (0,)

@@ -182,6 +182,25 @@ class PgDatabase:
         except psycopg.Error as exc:
             raise Unavailable(f"PostgreSQL: {exc}") from exc
 
+    @contextmanager
+    def statements(self) -> Iterator[Cursor]:
+        """A cursor whose statements commit each on its own (autocommit), for look-ups that only
+        read: under READ COMMITTED every statement of a transaction takes its own snapshot anyway,
+        and the transaction's BEGIN and COMMIT were two more round trips of every search
+        (PgSearch.one_connection)."""
+        try:
+            with self.pool.connection() as conn:
+                conn.autocommit = True
+                try:
+                    with conn.cursor() as cur:
+                        yield cur
+                finally:
+                    conn.autocommit = False  # as the pool hands its connections out
+        except psycopg_pool.PoolTimeout as exc:
+            raise Unavailable(f"PostgreSQL pool: {exc}") from exc
+        except psycopg.Error as exc:
+            raise Unavailable(f"PostgreSQL: {exc}") from exc
+
     @classmethod
     def wait_for_replica(
         cls, dsn: str, schema: str, seconds: float, *, on_wait: Callable[[NotCaughtUp], None] | None = None

@@ -74,8 +74,9 @@ class PgSearch:
     team: int
 
     # Set on the copy ``one_connection`` gives to rank with: every look-up of one search then runs on
-    # one pooled connection in one transaction. Before, each took its own (~6 check-outs, each a
-    # liveness check, BEGIN and COMMIT: ~28 round trips a search; bench/team_scale.py). The
+    # one pooled connection, each statement committing on its own (PgDatabase.statements). Before,
+    # each took its own (~6 check-outs, each a liveness check, BEGIN and COMMIT: ~28 round trips a
+    # search; bench/team_scale.py). The
     # connection is taken at the first look-up, not before the query's analysis: under load the
     # pool is the queue, and a connection held while Python works keeps the others waiting.
     _search: ExitStack | None = None
@@ -83,8 +84,8 @@ class PgSearch:
 
     @contextmanager
     def one_connection(self) -> Iterator[Self]:
-        """A copy of this store whose look-ups all run on one pooled connection in one transaction,
-        taken at its first look-up and given back when the block ends: for ranking one search."""
+        """A copy of this store whose look-ups all run on one pooled connection, taken at its first
+        look-up and given back when the block ends: for ranking one search."""
         with ExitStack() as search:
             pinned = copy.copy(self)
             pinned._search = search
@@ -95,7 +96,7 @@ class PgSearch:
         """The search's one cursor in ``one_connection``, else a pooled one for this call."""
         if self._search is not None:
             if self._pinned is None:
-                self._pinned = self._search.enter_context(self.db.cursor())
+                self._pinned = self._search.enter_context(self.db.statements())
             yield self._pinned
             return
         with self.db.cursor() as cur:
