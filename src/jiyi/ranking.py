@@ -523,10 +523,7 @@ def rank(
     moment = now or datetime.now(timezone.utc)
     parts = prepare(store, query)
     excluded = set(exclude_hexes)
-    found = [
-        *store.by_signature(parts.signatures, CANDIDATES_PER_SOURCE),
-        *store.by_symbol(parts.symbols, CANDIDATES_PER_SOURCE),
-    ]
+    found = store.by_keys(parts.signatures, parts.symbols, CANDIDATES_PER_SOURCE)
     exact = {h: None for h in found if h not in excluded}  # ordered: ties keep their order
     lexical_only = [
         h for h in store.by_terms(parts.rare_terms, TERM_CANDIDATES) if h not in excluded and h not in exact

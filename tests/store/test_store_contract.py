@@ -218,6 +218,14 @@ def test_signature_and_symbol_look_ups(store: Store, monkeypatch: pytest.MonkeyP
     assert set(store.by_signature(["s1"], 5)) == {both.hex, one.hex}  # a sample of up to 4 x limit
     assert store.by_symbol(["sym_a"], 5) == []
     assert store.by_symbol(["sym_a", "sym_b"], 5) == [both.hex]
+    # Both at once, as ranking asks: the signatures' records, then the symbols', each bounded alike.
+    # (Not a lone common key with limit 1: its sample's ties may come in either order.)
+    for sigs, syms, limit in [(["s1", "s2"], ["sym_a", "sym_b"], 5), (["s1", "s2"], ["sym_b"], 1), ([], ["sym_b"], 5)]:
+        assert store.by_keys(sigs, syms, limit) == [*store.by_signature(sigs, limit), *store.by_symbol(syms, limit)]
+    monkeypatch.setattr(store_base, "COMMON_KEY_RECORDS", 2000)
+    found = store.by_keys(["s1", "s2"], ["sym_a"], 5)  # a record found by both comes twice, as ranking dedupes
+    assert found[:2] == [both.hex, one.hex] and sorted(found[2:]) == sorted([both.hex, one.hex])
+    assert store.by_keys([], [], 5) == [] and store.by_keys(["s1", "s2"], [], 1) == [both.hex]
 
 
 def test_full_text_terms_rank_and_count(store: Store) -> None:

@@ -419,6 +419,11 @@ class Store(ABC):
         # A symbol on thousands of records (`RuntimeError`) names no particular one: never alone.
         return self._lookup("symbols", "symbol", list(dict.fromkeys(symbols)), limit, only_rare=True)
 
+    def by_keys(self, signatures: Iterable[str], symbols: Iterable[str], limit: int) -> list[str]:
+        """``by_signature`` then ``by_symbol``, each up to ``limit``: a search's exact candidates (a
+        store may ask both at once)."""
+        return [*self.by_signature(signatures, limit), *self.by_symbol(symbols, limit)]
+
     @abstractmethod
     def _lookup(self, table: str, column: str, keys: list[str], limit: int, *, only_rare: bool) -> list[str]:
         """Records with any of ``keys`` (distinct) in ``table``'s ``column``. Keys on more than
