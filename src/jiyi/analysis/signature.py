@@ -461,7 +461,7 @@ def quoted_lines(title: str) -> tuple[str, ...]:
     A title names the error its record is about, and its text's key line may be another (a log
     whose first error line is not the one that matters, a sentence around the message, a question
     in another language): ranking compares the query's key lines with these as with the record's
-    own, for a near match only (ranking._facts). Kept per title: a long-lived server meets the same
+    own, for a near match only (ranking._near_lines). Kept per title: a long-lived server meets the same
     records' titles search after search."""
     out: list[str] = []
     try:

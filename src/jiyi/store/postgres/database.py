@@ -84,6 +84,17 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    """A pool that gives no connection in time, or PostgreSQL failing a statement, as ``Unavailable``."""
+    try:
+        yield
+    except psycopg_pool.PoolTimeout as exc:
+        raise Unavailable(f"PostgreSQL pool: {exc}") from exc
+    except psycopg.Error as exc:
+        raise Unavailable(f"PostgreSQL: {exc}") from exc
+
+
 class PgDatabase:
     """``PgDatabase(dsn, schema="jiyi")``: the pool (``min_size``..``max_size`` connections, each
     with ``search_path`` = the schema) after the missing migrations were applied. ``timeout`` bounds
@@ -174,13 +185,8 @@ class PgDatabase:
     @contextmanager
     def cursor(self) -> Iterator[Cursor]:
         """A cursor in one transaction: committed when the block ends, rolled back when it raises."""
-        try:
-            with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                yield cur
-        except psycopg_pool.PoolTimeout as exc:
-            raise Unavailable(f"PostgreSQL pool: {exc}") from exc
-        except psycopg.Error as exc:
-            raise Unavailable(f"PostgreSQL: {exc}") from exc
+        with _unavailable(), self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
 
     @contextmanager
     def statements(self) -> Iterator[Cursor]:
@@ -188,18 +194,13 @@ class PgDatabase:
         read: under READ COMMITTED every statement of a transaction takes its own snapshot anyway,
         and the transaction's BEGIN and COMMIT were two more round trips of every search
         (PgSearch.one_connection)."""
-        try:
-            with self.pool.connection() as conn:
-                conn.autocommit = True
-                try:
-                    with conn.cursor() as cur:
-                        yield cur
-                finally:
-                    conn.autocommit = False  # as the pool hands its connections out
-        except psycopg_pool.PoolTimeout as exc:
-            raise Unavailable(f"PostgreSQL pool: {exc}") from exc
-        except psycopg.Error as exc:
-            raise Unavailable(f"PostgreSQL: {exc}") from exc
+        with _unavailable(), self.pool.connection() as conn:
+            conn.autocommit = True
+            try:
+                with conn.cursor() as cur:
+                    yield cur
+            finally:
+                conn.autocommit = False  # as the pool hands its connections out
 
     @classmethod
     def wait_for_replica(

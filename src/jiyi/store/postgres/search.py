@@ -116,9 +116,9 @@ class PgSearch:
     # Set on the copy ``one_connection`` gives to rank with: every look-up of one search then runs on
     # one pooled connection, each statement committing on its own (PgDatabase.statements). Before,
     # each took its own (~6 check-outs, each a liveness check, BEGIN and COMMIT: ~28 round trips a
-    # search; bench/team_scale.py). The
-    # connection is taken at the first look-up, not before the query's analysis: under load the
-    # pool is the queue, and a connection held while Python works keeps the others waiting.
+    # search; bench/team_scale.py). The connection is taken at the first look-up, not before the
+    # query's analysis: under load the pool is the queue, and a connection held while Python works
+    # keeps the others waiting.
     _search: ExitStack | None = None
     _pinned: Cursor | None = None
 
