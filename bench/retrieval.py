@@ -21,9 +21,9 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Set M and the eleventh re-split"): every cluster below
-c2400 is ``tune`` (the 29 the rules were written against and sets A to L, each looked at before this
-split was fixed); set M, ids from c2400 on (``clusters_m.jsonl``, ``queries_m.jsonl``), gathered
+The split is frozen (bench/data/README.md, "Set N and the twelfth re-split"): every cluster below
+c2600 is ``tune`` (the 29 the rules were written against and sets A to M, each looked at before this
+split was fixed); set N, ids from c2600 on (``clusters_n.jsonl``, ``queries_n.jsonl``), gathered
 afterwards and not run before the split was committed, is ``test``; a query has its cluster's split.
 Tune on ``--split tune``; ``--split test`` only to report.
 
@@ -76,9 +76,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c2400 (and any other id) are tuned on; set M, c2400 on, is the test."""
+    """The frozen split: ids below c2600 (and any other id) are tuned on; set N, c2600 on, is the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 2400 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 2600 else "tune"
 
 
 @dataclass(frozen=True)
