@@ -210,6 +210,17 @@ def test_chinese_query_finds_chinese_note(memory: jiyi.Memory) -> None:
     assert "链接时找不到 zlib：加 -lz" in text
 
 
+def test_a_chinese_question_sharing_only_the_word_for_error_finds_nothing(memory: jiyi.Memory) -> None:
+    # 报错 ("reports an error") is in every other Chinese question; the store knows none of this one's
+    # other words, so it alone made the whole lexical signal of the note that says it.
+    memory.session(project="p", session_id="s1").note(
+        **note(title="报错：undefined reference to `pthread_create`", what="undefined reference to `pthread_create`")
+    )
+    reader = memory.session(project="p", session_id="s2")
+    assert reader.search_text("启动后选择应用报错") == "no matching memory"
+    assert "pthread_create" in reader.search_text("编译报错 undefined reference to pthread_create")
+
+
 def test_topical_evidence_is_required(memory: jiyi.Memory) -> None:
     memory.session(project="zlib-port", session_id="s1").note(**ZLIB)
     # Same project, same environment, fresh, trusted: none of that makes a hit on its own.

@@ -125,6 +125,8 @@ def test_scripts_without_spaces_get_bigrams_and_cjk_keeps_its_marks() -> None:
 def test_generic_words_include_error_and_warning_in_the_tested_languages() -> None:
     words = "ошибка предупреждение Fehler Warnung erreur avertissement σφάλμα προειδοποίηση hata uyarı"
     assert set(terms(words)) <= lexical.GENERIC  # spelled in GENERIC as terms() folds them
+    for chinese in ("错误", "报错", "警告", "失败", "异常"):  # error, reported an error, warning, failed, exception
+        assert terms(chinese) == [chinese] and chinese in lexical.GENERIC
 
 
 def test_every_term_is_one_fts5_token_as_written(tmp_path: Path) -> None:
