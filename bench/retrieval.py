@@ -21,9 +21,9 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Set N and the twelfth re-split"): every cluster below
-c2600 is ``tune`` (the 29 the rules were written against and sets A to M, each looked at before this
-split was fixed); set N, ids from c2600 on (``clusters_n.jsonl``, ``queries_n.jsonl``), gathered
+The split is frozen (bench/data/README.md, "Set O and the thirteenth re-split"): every cluster below
+c2800 is ``tune`` (the 29 the rules were written against and sets A to N, each looked at before this
+split was fixed); set O, ids from c2800 on (``clusters_o.jsonl``, ``queries_o.jsonl``), gathered
 afterwards and not run before the split was committed, is ``test``; a query has its cluster's split.
 Tune on ``--split tune``; ``--split test`` only to report.
 
@@ -76,9 +76,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c2600 (and any other id) are tuned on; set N, c2600 on, is the test."""
+    """The frozen split: ids below c2800 (and any other id) are tuned on; set O, c2800 on, is the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 2600 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 2800 else "tune"
 
 
 @dataclass(frozen=True)
