@@ -143,6 +143,11 @@ def test_a_rare_symbol_outweighs_a_common_one() -> None:
     assert symbol_rarity(5, 100_000) > symbol_rarity(500, 100_000) > symbol_rarity(5_000, 100_000)
     # A bare exception type is a category whatever its count; a qualified one names its origin.
     assert symbol_worth("TypeError", 1, 100_000) <= 0.1 < symbol_worth("torch.cuda.OutOfMemoryError", 1, 100_000)
+    # So is an errno-style code: `ETIMEDOUT` on one record of the store says which system call failed,
+    # not which download; a name that only starts with E is a name.
+    for code in ("ETIMEDOUT", "ECONNRESET", "ENOENT", "ERESOLVE"):
+        assert symbol_worth(code, 1, 100_000) <= 0.1
+    assert symbol_worth("EventEmitter", 1, 100_000) == symbol_worth("ETIMEDOUT_RETRIES", 1, 100_000) == 1.0
 
 
 def test_a_rare_shared_symbol_beats_a_common_one_in_the_store(store: Store) -> None:

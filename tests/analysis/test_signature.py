@@ -1710,6 +1710,16 @@ def test_the_keys_of_a_json_answer_are_no_symbols_its_values_are() -> None:
     assert analyze(lam).symbols == ("requests", "Runtime.ImportModuleError", "ImportModuleError")
     pretty = _text("{", '  "message": "no matching manifest for linux/arm64/v8",', '  "code": 404', "}")
     assert "message" not in analyze(pretty).symbols and "code" not in analyze(pretty).symbols
+    # Google's APIs print a space before the colon (gradle-play-publisher, verbatim from a public thread).
+    google = _text(
+        "   > 403 Forbidden",
+        "     {",
+        '       "code" : 403,',
+        '       "errors" : [ {',
+        '         "domain" : "androidpublisher",',
+        '         "reason" : "apkNotificationMessageKeyBundleUnsigned"',
+    )
+    assert analyze(google).symbols == ("androidpublisher", "apkNotificationMessageKeyBundleUnsigned")
     # A quoted name before a colon outside an object is still a name.
     assert analyze('exec: "gcc": executable file not found in $PATH').symbols == ("gcc",)
 
