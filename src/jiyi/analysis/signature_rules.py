@@ -529,7 +529,7 @@ def _is_json_key(text: str, start: int, end: int) -> bool:
     # format, which every error of that service shares, not code; `exec: "gcc": executable file not
     # found` is no object, and its "gcc" stays a name. Pretty-printed keys (Google's `"reason" : "…"`)
     # too: as symbols they tied unrelated Play Console errors (set P; below c3400 +3 recurring, no loss).
-    while end < len(text) and text[end] in " \t":  # pretty-printed: `"reason" : "…"`
+    while end < len(text) and text[end] in " \t":
         end += 1
     if not text.startswith(":", end):
         return False
