@@ -495,3 +495,31 @@ def test_an_os_match_cannot_decide_between_look_alikes_one_of_which_holds_more_o
     # The other keeps its context's details, at a small part of their strength.
     other = {s.name: s for s in hits[1].signals}
     assert other["environment"].detail == "os=linux" and 0 < other["environment"].strength < 0.5
+
+
+def test_a_question_in_another_form_of_the_records_words_finds_it(store: Store) -> None:
+    # Both records name the package; only one says the question's `crashes`, as `crashed`. The other
+    # is newer, and would come first on the package alone.
+    said = put(
+        store,
+        made(
+            "pycairo crashed at import",
+            what="Segmentation fault (core dumped) on import cairo",
+            why="two libcairo builds loaded",
+            learned="uninstall the conda cairo",
+            updated=stamp(30),
+        ),
+    )
+    put(
+        store,
+        made(
+            "pycairo wheel build needs the cairo headers",
+            what="Package cairo was not found in the pkg-config search path",
+            why="no libcairo2-dev",
+            learned="apt-get install libcairo2-dev",
+            updated=stamp(1),
+        ),
+    )
+    hits = searched(store, "pycairo crashes when I import it")
+    assert hits[0].record.hex == said.hex
+    assert "crashes~crashed" in strengths(hits[0])["lexical"][1].split(",")

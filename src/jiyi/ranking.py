@@ -10,6 +10,7 @@ them; each record loaded and scored costs ~0.1 ms, the bulk of a search at 100 0
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -17,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .analysis import lexical
+from .analysis import inflection, lexical
 from .analysis.signature import Analysis, analyze, digest, quoted_lines, search_words
 from .records import Record, parse_time
 from .store.base import SYMBOL_COUNT_SHARE, Indexed, Store
@@ -106,6 +107,12 @@ CANDIDATES_PER_SOURCE = 50
 # Term candidates come best BM25 first; past the first few dozen they share a common word or two with
 # the query and fall under LEXICAL_FLOOR, after costing a record load and a scoring each.
 TERM_CANDIDATES = 50
+# Each word's forms cost a look-up in the store's vocabulary (some six a word): a pasted log's later
+# words rarely decide, and 12 of them keep what all do (below c3800: recurring / natural-language /
+# zh/mixed top-1 and confusions 4 512 / 2 282 / 659 / 122 for all, 4 511 / 2 281 / 659 / 121 for 12,
+# 4 514 / 2 280 / 660 / 121 for 8). The forms do not find candidates: looked for too, they cost 4
+# recurring answers and 3 confusions and won no natural-language one.
+INFLECTED_WORDS = 12
 
 
 @dataclass(frozen=True)
@@ -463,7 +470,25 @@ def prepare(store: Store, query: Query) -> Prepared:
     # only with words found in almost every error (`errors` of a JSON answer; lexical.GENERIC) names
     # nothing, as those words alone are no lexical evidence either.
     spelled = {s: words for s in symbols if (words := lexical.terms(s))}
-    stats = store.term_stats([*terms, *glosses, *pieces, *(w for words in spelled.values() for w in words)])
+    # The other inflections of the query's first INFLECTED_WORDS words (analysis.inflection), kept
+    # where the store holds them: a word the query says in one form counts in another at a share.
+    inflected: dict[str, list[str]] = {}
+    said = set(terms)
+    for t in [*terms, *glosses]:
+        if len(inflected) >= INFLECTED_WORDS:
+            break
+        skipped = t in lexical.FUNCTION_WORDS or t in lexical.GENERIC
+        if not skipped and (made := [f for f in inflection.forms(t) if f not in said]):
+            inflected[t] = made
+    stats = store.term_stats(
+        [
+            *terms,
+            *glosses,
+            *pieces,
+            *(w for words in spelled.values() for w in words),
+            *(f for made in inflected.values() for f in made),
+        ]
+    )
     glossed = {w: g for w, g in glosses.items() if stats.doc_counts.get(w, 0) > 0}
     counts = store.symbol_counts(symbols, stats.total) if symbols else {}
     worth = {s: symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
@@ -484,6 +509,9 @@ def prepare(store: Store, query: Query) -> Prepared:
     weights = lexical.QueryWeights.of(
         [*terms, *glossed, *pieces], idf, frozenset([*glossed, *pieces]), stats.doc_counts, stats.total
     )
+    held = {t: kept for t, made in inflected.items() if (kept := tuple(f for f in made if stats.doc_counts.get(f)))}
+    if held:
+        weights = dataclasses.replace(weights, forms=held)
     # Terms the query weighs at nothing (lexical.FUNCTION_WORDS) find no candidate either.
     present = sorted(
         (t for t in terms if stats.doc_counts.get(t, 0) > 0 and weights.weights.get(t, 1.0) > 0),
@@ -534,7 +562,8 @@ def rank(
     # Ranking reads these terms of a candidate's index and no other (lexical.evidence, near_match,
     # promising below), and its length.
     symbol_terms = {t for s in parts.symbols for t in lexical.terms(s)}
-    read = {*parts.weights.terms, *(t for line in parts.near for t in line.tokens), *symbol_terms}
+    forms = (f for held in parts.weights.forms.values() for f in held)
+    read = {*parts.weights.terms, *forms, *(t for line in parts.near for t in line.tokens), *symbol_terms}
     indexed = store.indexed([*exact, *lexical_only], read)
     nothing = Indexed({}, {}, ())
     covers = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import jiyi
 from jiyi.analysis import lexical
 from jiyi.analysis.indexing import lexical_index
+from jiyi.analysis.inflection import INFLECTION_WEIGHT
 from jiyi.analysis.lexical import QueryWeights, coverage, idf, index_text, match_expression, terms, unique_terms
 from jiyi.errors import InvalidArgument
 from jiyi.store.base import Store
@@ -388,3 +390,19 @@ def test_relative_length_is_against_the_candidates_mean() -> None:
     assert lexical.relative_length({"a": 10, "b": 30}) == {"a": 0.5, "b": 1.5}
     assert lexical.relative_length({}) == {}
     assert lexical.relative_length({"a": 0}) == {"a": 1.0}
+
+
+def test_a_word_held_in_another_form_counts_at_a_share_and_says_so() -> None:
+    weights = QueryWeights.of(["installing", "pycairo"], {"installing": 3.0, "pycairo": 5.0})
+    weights = replace(weights, forms={"installing": ("install", "installed")})
+    exact = lexical.evidence(weights, {"installing": 1, "pycairo": 1}, {})
+    other = lexical.evidence(weights, {"install": 1, "pycairo": 1}, {})
+    neither = lexical.evidence(weights, {"pycairo": 1}, {})
+    assert exact[0] > other[0] > neither[0]
+    part = (other[0] - neither[0]) / (exact[0] - neither[0])
+    assert math.isclose(part, INFLECTION_WEIGHT)
+    assert other[1] == ["installing~install", "pycairo"]
+    # The word itself, when held, is matched as it is: its forms beside it add nothing.
+    assert lexical.evidence(weights, {"installing": 1, "installed": 2, "pycairo": 1}, {}) == exact
+    # Only the forms the store held were asked for: a record with another one is not matched by it.
+    assert lexical.evidence(weights, {"installs": 1, "pycairo": 1}, {}) == neither

@@ -30,6 +30,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .inflection import INFLECTION_WEIGHT
+
 # The definition of the terms below; stored with the index (see reindex.py). 1: ASCII words and CJK
 # bigrams only; 2: every script's words, accents folded, Thai/Lao/Myanmar/Khmer bigrams; 3: a record's
 # key error lines indexed with its title, stack frames out of its body (indexing.lexical_index); 4: the
@@ -252,6 +254,9 @@ class QueryWeights:
     total: float
     full: float = 0.0  # the weight of a full match: the query's FULL_MATCH_TERMS heaviest terms
     body: dict[str, float] = field(default_factory=dict)  # a term's body_weight, BODY_WEIGHT when absent
+    # A term's other inflections that the store holds (inflection.forms): a record lacking the term
+    # and holding one of them matches it at INFLECTION_WEIGHT.
+    forms: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def mean(self) -> float:
@@ -366,7 +371,8 @@ def evidence(
     apart two records past the cap by it). ``length``: the record's length against its fellow
     candidates' (``relative_length``).
 
-    Generic words alone (``error``, ``failed``) are no evidence: then 0.
+    Generic words alone (``error``, ``failed``) are no evidence: then 0. A term matched in another
+    form is listed as ``term~form``.
     """
     if not query.full:
         return 0.0, []
@@ -375,14 +381,26 @@ def evidence(
     specific = False
     one = 1.0 / (1.0 + SATURATION)  # a single title occurrence
     k = SATURATION * (1.0 - LENGTH_NORM + LENGTH_NORM * length)
-    weights = query.weights
+    weights, forms = query.weights, query.forms
     for t in query.terms:
         f = title.get(t, 0) + query.body.get(t, BODY_WEIGHT) * body.get(t, 0)
+        share, shown = 1.0, t
         if not f:
-            continue
-        matched.append(t)
+            # The record says it in another form (`installing` for the query's `install`): the first
+            # one it holds counts, as a part of the word. Most candidates lack most of the query's
+            # words: this loop runs for them all, so it makes nothing when there is nothing to try.
+            if t not in forms:
+                continue
+            for form in forms[t]:
+                if form in title or form in body:
+                    f = title.get(form, 0) + query.body.get(form, BODY_WEIGHT) * body.get(form, 0)
+                    share, shown = INFLECTION_WEIGHT, f"{t}~{form}"
+                    break
+            else:
+                continue
+        matched.append(shown)
         specific = specific or t not in GENERIC
-        score += weights[t] * f / (f + k) / one
+        score += share * weights[t] * f / (f + k) / one
     if not specific:
         return 0.0, matched
     return score / query.full, matched
