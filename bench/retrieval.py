@@ -21,9 +21,9 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Set Q and the fifteenth re-split"): every cluster below
-c3400 is ``tune`` (the 29 the rules were written against and sets A to P, each looked at before this
-split was fixed); set Q, ids from c3400 on (``clusters_q.jsonl``, ``queries_q.jsonl``), gathered
+The split is frozen (bench/data/README.md, "Set R and the sixteenth re-split"): every cluster below
+c3800 is ``tune`` (the 29 the rules were written against and sets A to Q, each looked at before this
+split was fixed); set R, ids from c3800 on (``clusters_r.jsonl``, ``queries_r.jsonl``), gathered
 afterwards and not run before the split was committed, is ``test``; a query has its cluster's split.
 Tune on ``--split tune``; ``--split test`` only to report.
 
@@ -76,9 +76,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c3400 (and any other id) are tuned on; set Q, c3400 on, is the test."""
+    """The frozen split: ids below c3800 (and any other id) are tuned on; set R, c3800 on, is the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 3400 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 3800 else "tune"
 
 
 @dataclass(frozen=True)
