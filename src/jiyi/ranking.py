@@ -107,7 +107,7 @@ CANDIDATES_PER_SOURCE = 50
 # Term candidates come best BM25 first; past the first few dozen they share a common word or two with
 # the query and fall under LEXICAL_FLOOR, after costing a record load and a scoring each.
 TERM_CANDIDATES = 50
-# Each word's forms cost a look-up in the store's vocabulary (some six a word): a pasted log's later
+# Each form costs a look-up in the store's vocabulary (~30 a query of the bench): a pasted log's later
 # words rarely decide, and 12 of them keep what all do (below c3800: recurring / natural-language /
 # zh/mixed top-1 and confusions 4 512 / 2 282 / 659 / 122 for all, 4 511 / 2 281 / 659 / 121 for 12,
 # 4 514 / 2 280 / 660 / 121 for 8). The forms do not find candidates: looked for too, they cost 4

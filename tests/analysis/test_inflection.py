@@ -36,3 +36,14 @@ def test_a_double_s_is_not_a_plural() -> None:
     # `address` is no plural of `addres`; `process` none of `proces`.
     assert "addres" not in forms("address") and "proces" not in forms("process")
     assert {"addressed", "addresses"} <= set(forms("address"))
+
+
+def test_forms_are_spelled_by_the_rules_of_english() -> None:
+    # A silent e drops before -ing and takes -d; a sibilant takes -es; a consonant's y turns to ie.
+    assert set(forms("parse")) == {"parses", "parsed", "parsing"}
+    assert set(forms("crash")) == {"crashes", "crashed", "crashing"}
+    assert set(forms("copy")) == {"copies", "copied", "copying"}
+    # A short word ending consonant, vowel, consonant may double its last letter.
+    assert {"committed", "committing"} <= set(forms("commit"))
+    # A word that looks inflected may be one of its own: it keeps its plural.
+    assert "strings" in forms("string") and "statuses" in forms("status")

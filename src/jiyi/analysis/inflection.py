@@ -27,10 +27,14 @@ INFLECTION_WEIGHT = 0.5
 # Lower-case ASCII letters only, four or more: `go`, `npm`, `v8` and identifiers have no inflections.
 _INFLECTABLE = re.compile(r"[a-z]{4,}")
 _MIN_STEM = 3
+_SIBILANT = ("s", "x", "z", "ch", "sh")
+# A short stem ending consonant, vowel, consonant doubles its last letter (`map` -> `mapped`).
+_DOUBLES = re.compile(r"[^aeiou][aeiou][^aeiouwxy]")
 
 
 def _stems(word: str) -> set[str]:
-    """``word`` and what it may be an inflection of (`caches` -> `cache`, `cach`; `copied` -> `copy`)."""
+    """``word`` and what it may be an inflection of (`caches` -> `cache`, `cach`; `copied` -> `copy`):
+    the word itself stays one too (`string`, `status` and `embedded` are words of their own)."""
     stems = {word}
     if word.endswith("ies"):
         stems.add(word[:-3] + "y")
@@ -49,17 +53,26 @@ def _stems(word: str) -> set[str]:
     return {s for s in stems if len(s) >= _MIN_STEM}
 
 
+def _inflected(stem: str) -> list[str]:
+    """The regular forms of ``stem`` taken as a word, spelled by English rules."""
+    if stem.endswith("e"):
+        return [stem, stem + "s", stem + "d", stem[:-1] + "ing"]
+    if stem.endswith("y") and stem[-2:-1] not in ("a", "e", "o", "u"):
+        return [stem, stem[:-1] + "ies", stem[:-1] + "ied", stem + "ing"]
+    if stem.endswith(_SIBILANT):
+        return [stem, stem + "es", stem + "ed", stem + "ing"]
+    made = [stem, stem + "s", stem + "ed", stem + "ing"]
+    if _DOUBLES.search(stem[-3:]) and len(stem) <= 6:
+        made += [stem + stem[-1] + "ed", stem + stem[-1] + "ing"]
+    return made
+
+
 @functools.lru_cache(maxsize=4096)
 def _made(word: str) -> tuple[str, ...]:
-    made: list[str] = []
-    for stem in sorted(_stems(word)):
-        made += [stem, stem + "s", stem + "ed", stem + "ing"]
-        if stem.endswith("e"):
-            made += [stem + "d", stem[:-1] + "ing"]
-        elif stem.endswith("y"):
-            made += [stem[:-1] + "ies", stem[:-1] + "ied"]
-        elif stem.endswith(("s", "x", "z", "ch", "sh")):
-            made.append(stem + "es")
+    stems = _stems(word)
+    made = [f for stem in sorted(stems - {word}) for f in _inflected(stem)]
+    # A word that looks inflected may be a word of its own (`string`, `status`): its plural only.
+    made += _inflected(word) if len(stems) == 1 else [_inflected(word)[1]]
     return tuple(f for f in dict.fromkeys(made) if f != word)
 
 
