@@ -523,3 +523,38 @@ def test_a_question_in_another_form_of_the_records_words_finds_it(store: Store) 
     hits = searched(store, "pycairo crashes when I import it")
     assert hits[0].record.hex == said.hex
     assert "crashes~crashed" in strengths(hits[0])["lexical"][1].split(",")
+
+
+NGINX_OPEN = (
+    '2014/05/14 17:50:52 [crit] 7#0: *111 open() "/var/lib/nginx/proxy/4/00/0000000004" failed (13: Permission '
+    'denied) while reading upstream, client: 10.9.4.52, server: example.org, request: "GET /x HTTP/1.1", '
+    'upstream: "http://127.0.0.1:8080/x", host: "example.org"'
+)
+
+
+def test_the_folders_of_a_failing_path_name_what_failed(store: Store) -> None:
+    # The right record's log was cut before the path; its title names the folder. The other holds
+    # every word of the message after the path, and is newer.
+    right = put(
+        store,
+        made(
+            "nginx may not write its proxy temp folder /var/lib/nginx/proxy",
+            what="open() failed (13: Permission denied)",
+            why="the proxy temp folder belongs to another user",
+            learned="chown the folder to the worker user",
+            updated=stamp(30),
+        ),
+    )
+    put(
+        store,
+        made(
+            "connect() failed (13: Permission denied) while reading upstream",
+            what="connect() to unix:/run/app.sock failed (13: Permission denied) while reading upstream",
+            why="the socket's owner is not the worker's user",
+            learned="set the socket's owner",
+            updated=stamp(1),
+        ),
+    )
+    hits = searched(store, NGINX_OPEN)
+    assert hits[0].record.hex == right.hex
+    assert {"nginx", "proxy"} <= set(strengths(hits[0])["lexical"][1].split(","))

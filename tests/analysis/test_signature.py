@@ -1805,3 +1805,15 @@ def _rewhite(text: str, rnd: random.Random) -> str:
 @given(st.sampled_from([t for texts in CLUSTERS.values() for t in texts] + [CHAINED, PYTEST, GCC]), st.randoms())
 def test_the_signature_is_stable_when_whitespace_changes(text: str, rnd: random.Random) -> None:
     assert analyze(_rewhite(text, rnd)).signatures == analyze(text).signatures
+
+
+def test_a_query_keeps_the_folders_of_a_path_that_names_no_file() -> None:
+    # nginx names the file it could not open; its folders say which part of nginx failed.
+    line = 'open() "/var/lib/nginx/proxy/4/00/0000000004" failed (13: Permission denied) while reading upstream'
+    assert "<dir>" in search_words(line) and "nginx" not in search_words(line)
+    words = re.findall(r"[\w<>]+", search_words(line, folders=True))
+    assert {"<dir>", "var", "lib", "nginx", "proxy"} <= set(words)
+    assert "0000000004" not in words and "4" not in words
+    # A file keeps its name alone, and a program its own, as before.
+    assert search_words("/home/me/app/main.py: error", folders=True) == "main.py: error"
+    assert search_words("/usr/bin/ld: cannot find -lz", folders=True) == "ld: cannot find -lz"
