@@ -170,9 +170,9 @@ class Query:
         return found
 
     def lexical_text(self) -> str:
-        # A pasted traceback's frames and folders are shared by every traceback: only the rest of
-        # the text speaks (search_words). Of a failure's long log only its key lines speak; the rest
-        # would drown the agent's words.
+        # A pasted traceback's frames are shared by every traceback: only the rest of the text
+        # speaks, a folder path by its folders' names (search_words). Of a failure's long log only
+        # its key lines speak; the rest would drown the agent's words.
         own = search_words(self.text, folders=True)
         if not self.failure_error:
             return own

@@ -433,9 +433,9 @@ def search_words(text: str, *, demangle: bool = True, folders: bool = False) -> 
     "/var/lib/nginx/proxy/4/00/0000000004" failed`), and its folders name what failed as a record's
     title or explanation says it; a user's own folder names, which no record holds, count as any word
     the store has not seen (lexical.QueryWeights). Records keep ``<dir>`` alone: their own folders
-    would be one user's, and the index needs no rebuilding. Below c4700 (sets dev
-    to S; recurring / natural-language / zh/mixed top-1, look-alike confusions): 4 855 / 2 515 / 728 /
-    149 -> 4 863 / 2 518 / 727 / 150; the folders of a file's path too: 4 859 / 2 519 / 727 / 149.
+    would be one user's, and the index needs no rebuilding. Below c4700 (sets dev to S; recurring /
+    natural-language / zh/mixed top-1, look-alike confusions): 4 855 / 2 515 / 728 / 149 -> 4 863 /
+    2 518 / 727 / 150; the folders of a file's path too: 4 859 / 2 519 / 727 / 149.
     """
     try:
         if not isinstance(text, str):
