@@ -21,9 +21,9 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Set S and the seventeenth re-split"): every cluster below
-c4100 is ``tune`` (the 29 the rules were written against and sets A to R, each looked at before this
-split was fixed); set S, ids from c4100 on (``clusters_s.jsonl``, ``queries_s.jsonl``), gathered
+The split is frozen (bench/data/README.md, "Set T and the eighteenth re-split"): every cluster below
+c4700 is ``tune`` (the 29 the rules were written against and sets A to S, each looked at before this
+split was fixed); set T, ids from c4700 on (``clusters_t.jsonl``, ``queries_t.jsonl``), gathered
 afterwards and not run before the split was committed, is ``test``; a query has its cluster's split.
 Tune on ``--split tune``; ``--split test`` only to report.
 
@@ -76,9 +76,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c4100 (and any other id) are tuned on; set S, c4100 on, is the test."""
+    """The frozen split: ids below c4700 (and any other id) are tuned on; set T, c4700 on, is the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 4100 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 4700 else "tune"
 
 
 @dataclass(frozen=True)
