@@ -1720,8 +1720,15 @@ def test_the_keys_of_a_json_answer_are_no_symbols_its_values_are() -> None:
         '         "reason" : "apkNotificationMessageKeyBundleUnsigned"',
     )
     assert analyze(google).symbols == ("androidpublisher", "apkNotificationMessageKeyBundleUnsigned")
+    # A Python dict printed in the error quotes its keys singly (python-ldap through django-auth-ldap,
+    # verbatim from a public thread): fields of the library's answer too, where its values still name.
+    ldap = "Caught LDAPError while authenticating ann: INVALID_CREDENTIALS({'msgtype': 97, 'result': 49, "
+    ldap += "'desc': 'Invalid credentials', 'ctrls': [], 'info': '80090308: LdapErr: DSID-0C090439'})"
+    assert analyze(ldap).symbols == ("LDAPError",)
+    assert "pipeline_config" in analyze("KeyError: 'pipeline_config'").symbols
     # A quoted name before a colon outside an object is still a name.
     assert analyze('exec: "gcc": executable file not found in $PATH').symbols == ("gcc",)
+    assert analyze("error: 'gcc': executable file not found").symbols == ("gcc",)
 
 
 def test_module_names_keep_apart_what_pip_installs_apart() -> None:
