@@ -1,0 +1,37 @@
+"""PostgreSQL: reading the query's terms out of a record's vector text (``search._some_fields``), as
+ranking asks for them, must count what reading the whole vector counts (``search._fields``)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("psycopg")
+
+from jiyi.store.postgres.search import _fields, _some_fields, lexeme, tsvector_text  # noqa: E402
+
+TITLE = "deflate missing it's a\\b deflate"
+BODY = "ld: undefined deflate inflate x:y it's 链接 链接 报错"
+
+
+def _asked(terms: list[str]) -> dict[str, str]:
+    return {lexeme(t): t for t in terms}
+
+
+@pytest.mark.parametrize("terms", [["deflate", "inflate", "it's", "a\\b", "链接"], ["never", "'"], []])
+def test_the_asked_terms_count_as_in_the_whole_vector(terms: list[str]) -> None:
+    text = tsvector_text(" ".join(TITLE.split()), " ".join(BODY.split()))
+    whole = _fields(text, ["line"])
+    some = _some_fields(text, ["line"], _asked(terms))
+    assert some.title == {t: n for t, n in whole.title.items() if t in terms}
+    assert some.body == {t: n for t, n in whole.body.items() if t in terms}
+    assert some.length == whole.length == len(TITLE.split()) + len(BODY.split())
+    assert some.normalized == ("line",)
+
+
+def test_a_vector_with_an_entry_of_no_positions_is_still_read() -> None:
+    # PostgreSQL prints a lexeme without positions bare (strip(), or a vector written by other means).
+    text = "'deflate':1A,4 'inflate' 'it''s':2,3A"
+    some = _some_fields(text, [], _asked(["deflate", "inflate", "it's", "x"]))
+    assert some.title == {"deflate": 1, "it's": 1}
+    assert some.body == {"deflate": 1, "inflate": 1, "it's": 1}
+    assert _some_fields("", [], _asked(["deflate"])).length == 0
