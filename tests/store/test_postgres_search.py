@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("psycopg")
 
-from jiyi.store.postgres.search import _fields, _some_fields, lexeme, tsvector_text  # noqa: E402
+from jiyi.store.postgres.search import _fields, _some_fields, lexeme, tsvector_text
 
 TITLE = "deflate missing it's a\\b deflate"
 BODY = "ld: undefined deflate inflate x:y it's 链接 链接 报错"
