@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from jiyi import ranking
 from jiyi.analysis import glossary, lexical, signature_rules
 from jiyi.analysis.signature import analyze, quoted_lines, record_symbols
 from jiyi.ranking import Hit, Query, context_share, line_worth, rank, symbol_rarity, symbol_worth
@@ -330,6 +331,35 @@ def test_a_near_identical_key_line_scores_between_zero_and_one(store: Store) -> 
     # Far from it: nothing.
     other = searched(store, 'psql: error: FATAL: database "shop" does not exist')
     assert all(strengths(h)["error_signature"][0] == 0.0 for h in other)
+
+
+def test_a_near_key_line_counts_at_its_share_of_the_best_evidence(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A look-alike prints a line one word longer than the query's and nothing else of it; another
+    # record holds that line's words but its rarest, and the query's next line too: the nearly equal
+    # line counts by how much of the query its record holds.
+    near = put(store, made("Create the role before restoring", what=LONG, symbols=()))
+    hint = "HINT: the standby pgbouncer pool maps deploy onto replicator"
+    put(
+        store,
+        made(
+            "psql: error: FATAL: role does not exist in cluster main while restoring the dump",
+            what=hint,
+            symbols=(),
+        ),
+    )
+    query = LONG.replace(" while", "") + "\n" + hint
+
+    def near_strength() -> float:
+        hit = next(h for h in searched(store, query) if h.record.hex == near.hex)
+        strength, detail = strengths(hit)["error_signature"]
+        assert detail.startswith("~0.")
+        return strength
+
+    shared = near_strength()
+    monkeypatch.setattr(ranking, "NEAR_SHARE_POWER", 0)  # counted whole whatever else the query says
+    assert 0.0 < shared < near_strength()
 
 
 def test_a_near_line_without_its_rarest_word_is_another_error(store: Store) -> None:

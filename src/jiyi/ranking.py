@@ -67,6 +67,12 @@ NEAR_SCALE = 0.5
 # rules off 2 783 -> 2 794, 70 -> 65; powers 1 / 2 / 8: 2 788 / 2 788 / 2 797. A near key line is
 # already tempered by its similarity: the same share lost there (4: 2 788, 69 confusions).
 SIGNATURE_SHARE_POWER = 4
+# A near key line keeps the plain share (power 1): a look-alike whose line is a few hundredths nearer
+# but which holds less of the query (set T's ClickHouse users, `illegal hardware instruction` of bun
+# against MongoDB's CPU check) no longer goes first on that line alone. Tune split (below c6200):
+# recurring top-1 5 180 -> 5 184 of 5 543, natural-language 2 773 -> 2 774, confusions 196 both;
+# rules off 5 173 -> 5 176, 199 -> 198; power 0.5: 5 182, power 2: 5 182 and 198 confusions.
+NEAR_SHARE_POWER = 1
 # An exact signature is worth its line's information: the IDF of its specific words (not GENERIC,
 # masks or function words) against this many words found in one record only. A key line of common
 # words (`APPLICATION FAILED TO START`, Spring's banner over every start-up failure) names no
@@ -297,7 +303,7 @@ def _facts(
     best_cover: float = 0.0,
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
     """Each signal's strength in ``WEIGHTS`` order, and what their details are made of, the CONTEXT
-    signals' at ``share`` (context_share), an exact signature's at its share of ``best_cover``
+    signals' at ``share`` (context_share), a key line's at its share of ``best_cover``
     (signature_share). The details' text is built only for the hits shown (``score``): most
     candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
@@ -305,7 +311,7 @@ def _facts(
     if sig is None and indexed is not None and (lines := _near_lines(record, parts, indexed)):
         similarity, line, line_info = near_match(parts, lines, indexed.title)
         if similarity >= NEAR_MIN:
-            signature = NEAR_SCALE * similarity * line_info
+            signature = NEAR_SCALE * similarity * line_info * signature_share(cover[0], best_cover, NEAR_SHARE_POWER)
             sig = f"~{similarity:.2f} {digest(line)}"
     own = record.symbols
     shared = [s for s in parts.symbols if s in own]
@@ -369,11 +375,12 @@ def _topical(strengths: list[float], lexical_evidence: float = 0.0) -> float:
     return sum(WEIGHTS[_ORDER[i]] * strengths[i] for i in _TOPICAL_AT) + WEIGHTS["lexical"] * extra
 
 
-def signature_share(lexical_evidence: float, best: float) -> float:
-    """How much of an exact signature's worth a candidate keeps: its lexical evidence (past the cap)
-    as a share of the best candidate's, to the power SIGNATURE_SHARE_POWER; all of it when no
-    candidate holds any of the query's words."""
-    return min(1.0, lexical_evidence / best) ** SIGNATURE_SHARE_POWER if best > 0 else 1.0
+def signature_share(lexical_evidence: float, best: float, power: float | None = None) -> float:
+    """How much of a key line's worth a candidate keeps: its lexical evidence (past the cap) as a share
+    of the best candidate's, to ``power`` (an exact line's SIGNATURE_SHARE_POWER when None, a near
+    one's NEAR_SHARE_POWER); all of it when no candidate holds any of the query's words."""
+    exponent = SIGNATURE_SHARE_POWER if power is None else power
+    return min(1.0, lexical_evidence / best) ** exponent if best > 0 else 1.0
 
 
 def context_share(topical: float, best: float) -> float:
