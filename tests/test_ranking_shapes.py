@@ -362,6 +362,44 @@ def test_a_near_key_line_counts_at_its_share_of_the_best_evidence(
     assert 0.0 < shared < near_strength()
 
 
+def test_a_shared_symbol_counts_at_its_share_of_the_best_evidence(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One record names the query's module file and little else of the query; the other prints the
+    # query's message about another file: the shared name counts by how much of the query its record holds.
+    named = put(
+        store,
+        made(
+            "gfortran cannot find a module",
+            what="Fatal Error: Can't open module file 'netcdf.mod' for reading at (1): No such file or directory",
+        ),
+    )
+    message = put(
+        store,
+        made(
+            "gfortran: module file created by a different version of GNU Fortran",
+            what="Fatal Error: Cannot read module file 'typesizes.mod' opened at (1), because it was created "
+            "by a different version of GNU Fortran",
+        ),
+    )
+    query = (
+        "Fatal Error: Cannot read module file 'netcdf.mod' opened at (1), because it was created by a "
+        "different version of GNU Fortran"
+    )
+
+    def ranked() -> tuple[list[str], float]:
+        hits = searched(store, query)
+        strength, detail = strengths(next(h for h in hits if h.record.hex == named.hex))["code_symbol"]
+        assert detail == "netcdf.mod"
+        return [h.record.hex for h in hits], strength
+
+    order, shared = ranked()
+    assert order[0] == message.hex
+    monkeypatch.setattr(ranking, "SYMBOL_SHARE_POWER", 0)  # counted whole whatever else the query says
+    whole = ranked()[1]
+    assert 0.0 < shared < whole
+
+
 def test_a_near_line_without_its_rarest_word_is_another_error(store: Store) -> None:
     # The same loader message about another library: everything but the one word that names the
     # library is shared, and that word decides the fix.

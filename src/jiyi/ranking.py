@@ -73,6 +73,12 @@ SIGNATURE_SHARE_POWER = 4
 # recurring top-1 5 180 -> 5 184 of 5 543, natural-language 2 773 -> 2 774, confusions 196 both;
 # rules off 5 173 -> 5 176, 199 -> 198; power 0.5: 5 182, power 2: 5 182 and 198 confusions.
 NEAR_SHARE_POWER = 1
+# So does a shared code symbol: of two records, one naming the query's `netcdf.mod` and little else of
+# it and one holding many more of its words, the name no longer decides alone (gfortran's module of
+# another compiler's version against a module not found). Tune split (below c6200): recurring top-1
+# 5 184 -> 5 193 of 5 543, natural-language 2 774 -> 2 777, zh/mixed 791 both, confusions 196 -> 197;
+# rules off 5 176 -> 5 187, 2 770 -> 2 774, 198 both. Power 0.5: 5 192 and 196; 2: 5 189 and 201.
+SYMBOL_SHARE_POWER = 1
 # An exact signature is worth its line's information: the IDF of its specific words (not GENERIC,
 # masks or function words) against this many words found in one record only. A key line of common
 # words (`APPLICATION FAILED TO START`, Spring's banner over every start-up failure) names no
@@ -303,9 +309,9 @@ def _facts(
     best_cover: float = 0.0,
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
     """Each signal's strength in ``WEIGHTS`` order, and what their details are made of, the CONTEXT
-    signals' at ``share`` (context_share), a key line's at its share of ``best_cover``
-    (signature_share). The details' text is built only for the hits shown (``score``): most
-    candidates are only counted."""
+    signals' at ``share`` (context_share), a key line's and the shared symbols' at their share of
+    ``best_cover`` (signature_share). The details' text is built only for the hits shown
+    (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = parts.signature_worth.get(sig, 1.0) * signature_share(cover[0], best_cover) if sig else 0.0
     if sig is None and indexed is not None and (lines := _near_lines(record, parts, indexed)):
@@ -315,6 +321,7 @@ def _facts(
             sig = f"~{similarity:.2f} {digest(line)}"
     own = record.symbols
     shared = [s for s in parts.symbols if s in own]
+    symbol_share = signature_share(cover[0], best_cover, SYMBOL_SHARE_POWER) if shared else 1.0
     worth = parts.symbol_worth
     # The query's symbols that are worth anything decide how many make a full match.
     known = sum(1 for s in parts.symbols if worth.get(s, 1.0) > 0)
@@ -335,7 +342,7 @@ def _facts(
     same_tool = bool(tool) and (record.tool_name or "").lower() == tool
     strengths = [
         signature,
-        min(1.0, sum(worth.get(s, 1.0) for s in shared) / denominator),
+        min(1.0, sum(worth.get(s, 1.0) for s in shared) / denominator) * symbol_share,
         strength,
         1.0 if same_project else 0.0,
         len(env_match) / len(env_keys) if env_keys else 0.0,
@@ -376,9 +383,10 @@ def _topical(strengths: list[float], lexical_evidence: float = 0.0) -> float:
 
 
 def signature_share(lexical_evidence: float, best: float, power: float | None = None) -> float:
-    """How much of a key line's worth a candidate keeps: its lexical evidence (past the cap) as a share
-    of the best candidate's, to ``power`` (an exact line's SIGNATURE_SHARE_POWER when None, a near
-    one's NEAR_SHARE_POWER); all of it when no candidate holds any of the query's words."""
+    """How much of a key's worth a candidate keeps: its lexical evidence (past the cap) as a share of
+    the best candidate's, to ``power`` (an exact line's SIGNATURE_SHARE_POWER when None, a near one's
+    NEAR_SHARE_POWER, shared symbols' SYMBOL_SHARE_POWER); all of it when no candidate holds any of
+    the query's words."""
     exponent = SIGNATURE_SHARE_POWER if power is None else power
     return min(1.0, lexical_evidence / best) ** exponent if best > 0 else 1.0
 
