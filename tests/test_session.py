@@ -41,6 +41,31 @@ def test_note_is_found_by_the_next_session_not_its_own(memory: jiyi.Memory) -> N
     assert lines[3] == "   ld: undefined symbol deflate"
 
 
+def test_a_fix_noted_in_other_words_is_found_by_the_failure_it_followed(memory: jiyi.Memory) -> None:
+    # The agent met the failure, fixed it and noted the fix in words of its own, none of the error's:
+    # the session linked the note to the failure, and that link counts whole for the next session that
+    # meets it, however many of the error's words another record holds.
+    failure = "ld: undefined symbol deflate"
+    writer = memory.session(project="zlib-port", env=ENV, session_id="s1")
+    writer.observe_tool_result("Bash", ok=False, error=failure, command="make")
+    linked = writer.note(
+        **note(
+            title="Put the compression library on the link line",
+            what="the build could not link: the compression library was missing",
+            why="Makefile left it out",
+            where="Makefile",
+            learned="append -lz to LDLIBS",
+        )
+    ).record
+    memory.session(project="other", env=ENV, session_id="s3").note(
+        **note(title="Export main_loop from the engine", what="ld: undefined symbol main_loop", scope="global")
+    )
+    hits = memory.session(project="zlib-port", env=ENV, session_id="s2").search(failure)
+    assert hits[0].record.hex == linked.hex
+    strengths = {s.name: s.strength for s in hits[0].signals}
+    assert strengths["lexical"] == 0.0 and strengths["error_signature"] > 0.5 and strengths["code_symbol"] > 0.5
+
+
 def test_read_full_text_and_unknown_id(memory: jiyi.Memory) -> None:
     rid = memory.session(project="zlib-port", session_id="s1").note(**ZLIB).record.id
     reader = memory.session(project="zlib-port", session_id="s2")

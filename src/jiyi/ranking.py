@@ -386,9 +386,14 @@ def signature_share(lexical_evidence: float, best: float, power: float | None = 
     """How much of a key's worth a candidate keeps: its lexical evidence (past the cap) as a share of
     the best candidate's, to ``power`` (an exact line's SIGNATURE_SHARE_POWER when None, a near one's
     NEAR_SHARE_POWER, shared symbols' SYMBOL_SHARE_POWER); all of it when no candidate holds any of
-    the query's words."""
+    the query's words. All of it, too, for a candidate that holds none of them: a key its own text
+    gave would bring its words along, so one shared without them was linked to the failure by the
+    session that wrote the record (Session.note: a bug fix noted after a failure gets the failure's
+    signatures and symbols), and that link is the evidence."""
+    if best <= 0 or lexical_evidence <= 0:
+        return 1.0
     exponent = SIGNATURE_SHARE_POWER if power is None else power
-    return min(1.0, lexical_evidence / best) ** exponent if best > 0 else 1.0
+    return min(1.0, lexical_evidence / best) ** exponent
 
 
 def context_share(topical: float, best: float) -> float:
