@@ -21,11 +21,11 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Sets U and V and the nineteenth re-split"): every cluster
-below c5300 is ``tune`` (the 29 the rules were written against and sets A to T, each looked at before
-this split was fixed); sets U and V, ids from c5300 on (``clusters_u.jsonl``, ``queries_u.jsonl``,
-``clusters_v.jsonl``, ``queries_v.jsonl``), gathered afterwards and not run before the split was
-committed, are ``test``; a query has its cluster's split.
+The split is frozen (bench/data/README.md, "Sets W, X and Y and the twentieth re-split"): every
+cluster below c6200 is ``tune`` (the 29 the rules were written against and sets A to V, each looked at
+before this split was fixed); sets W, X and Y, ids from c6200 on (``clusters_w.jsonl``,
+``clusters_x.jsonl``, ``clusters_y.jsonl`` and their ``queries_*.jsonl``), gathered afterwards and not
+run before the split was committed, are ``test``; a query has its cluster's split.
 Tune on ``--split tune``; ``--split test`` only to report.
 
 Reported per split and system: recurring top-1, MRR@5, look-alike confusion (share of recurring
@@ -77,9 +77,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c5300 (and any other id) are tuned on; sets U and V, c5300 on, are the test."""
+    """The frozen split: ids below c6200 (and any other id) are tuned on; sets W, X and Y, c6200 on, are the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 5300 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 6200 else "tune"
 
 
 @dataclass(frozen=True)
