@@ -220,9 +220,12 @@ def test_a_symbol_of_words_found_in_almost_every_error_names_nothing(store: Stor
     assert all(strengths(h)["code_symbol"][0] == 0.0 for h in hits)
 
 
-def test_past_the_lexical_cap_more_of_the_query_still_decides_between_look_alikes(store: Store) -> None:
-    # Both records hold the message word for word, so both fill the lexical signal; only one also
-    # names the stylesheet the query failed on: it goes first, before the newer one.
+def test_past_the_lexical_cap_more_of_the_query_still_decides_between_look_alikes(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both records hold the message word for word, so both would fill the lexical signal; only one
+    # also names the stylesheet the query failed on: it goes first, before the newer one, and the
+    # other keeps the lexical signal at its words' share of the first one's.
     message = (
         "Module parse failed: Unexpected token (1:0)\nYou may need an appropriate loader to handle this file type."
     )
@@ -242,8 +245,40 @@ def test_past_the_lexical_cap_more_of_the_query_still_decides_between_look_alike
     )
     for i in range(12):  # stylesheets are common in the store: their words weigh less than the message's
         put(store, made(f"theme {i}", what=f"index.css of theme {i} loaded", signatures=(), symbols=()))
-    hits = rank(store, Query(text=f"ERROR in ./index.css\n{message}", project_key="elsewhere"), limit=5, now=NOW)
-    assert [h.record.hex for h in hits[:2]] == [css.hex, js.hex]
+
+    def ranked() -> tuple[list[str], float, float]:
+        hits = rank(store, Query(text=f"ERROR in ./index.css\n{message}", project_key="elsewhere"), limit=5, now=NOW)
+        return [h.record.hex for h in hits[:2]], strengths(hits[0])["lexical"][0], strengths(hits[1])["lexical"][0]
+
+    order, first, second = ranked()
+    assert order == [css.hex, js.hex]
+    assert first == 1.0 and 0.5 < second < 1.0
+    monkeypatch.setattr(ranking, "LEXICAL_SHARE_POWER", 0)  # both capped: only the tie-break tells them apart
+    assert ranked() == ([css.hex, js.hex], 1.0, 1.0)
+
+
+def test_past_the_lexical_cap_records_holding_the_same_words_keep_the_same_strength(store: Store) -> None:
+    # One note of the error says much more around it than the other: they hold the same words of
+    # the query, so their lexical strengths stay equal and the context (here, recency) decides.
+    message = "ld: error: undefined symbol: deflateBound"
+    short = put(
+        store,
+        made("undefined symbol deflateBound: link zlib", what=message, signatures=(), symbols=(), updated=stamp(1)),
+    )
+    wordy = put(
+        store,
+        made(
+            "undefined symbol deflateBound: link zlib into the archive module after the toolchain upgrade",
+            what=f"{message}\nthe archive module of the storage service was built by the new toolchain",
+            signatures=(),
+            symbols=(),
+            updated=stamp(30),
+        ),
+    )
+    for i in range(12):  # the linker's words are common in the store; deflateBound is not
+        put(store, made(f"link {i}", what=f"ld: error: undefined symbol: sym{i}", signatures=(), symbols=()))
+    hits = searched(store, message)
+    assert [h.record.hex for h in hits[:2]] == [short.hex, wordy.hex]
     assert strengths(hits[0])["lexical"][0] == strengths(hits[1])["lexical"][0] == 1.0
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .analysis import inflection, lexical
+from .analysis.inflection import INFLECTION_WEIGHT
 from .analysis.signature import Analysis, analyze, digest, quoted_lines, search_words
 from .records import Record, parse_time
 from .store.base import SYMBOL_COUNT_SHARE, Indexed, Store
@@ -79,6 +80,19 @@ NEAR_SHARE_POWER = 1
 # 5 184 -> 5 193 of 5 543, natural-language 2 774 -> 2 777, zh/mixed 791 both, confusions 196 -> 197;
 # rules off 5 176 -> 5 187, 2 770 -> 2 774, 198 both. Power 0.5: 5 192 and 196; 2: 5 189 and 201.
 SYMBOL_SHARE_POWER = 1
+# Lexical strength is capped at 1.0, and look-alikes of a pasted log mostly reach it: then a key line
+# both print, a context signal or a few hundredths decided, though one held more of the query's words
+# (a gem's `pg_config` and `libpq` under the native-extension banner; tokio's `reqwest` under `no
+# reactor running`). When the best candidate is past the cap, a candidate's lexical strength is
+# scaled by the weight of the query's words it holds against the best holder's (words_held), to this
+# power. It counts which words, not how often or in how long a text: two records holding the same
+# words keep the same strength, and the context decides between them as before (a record marked
+# outdated by a newer note of the same error still goes second). Tune split (below c10000, sets dev to
+# AD, read after their runs): recurring top-1 5 843 -> 5 851 of 6 314, confusions 263 -> 259,
+# natural-language 3 144 -> 3 151 of 3 928, zh/mixed 993 -> 999 of 1 316; rules off 5 839 -> 5 848,
+# 262 -> 260, 3 142 -> 3 149, 992 -> 998. Powers 1 / 2: 5 846 / 5 850. Scaling by the evidence itself
+# (its length norm included) instead won 4 and put the outdated record first.
+LEXICAL_SHARE_POWER = 4
 # An exact signature is worth its line's information: the IDF of its specific words (not GENERIC,
 # masks or function words) against this many words found in one record only. A key line of common
 # words (`APPLICATION FAILED TO START`, Spring's banner over every start-up failure) names no
@@ -307,11 +321,12 @@ def _facts(
     indexed: Indexed | None,
     share: float = 1.0,
     best_cover: float = 0.0,
+    best_held: float = 0.0,
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
     """Each signal's strength in ``WEIGHTS`` order, and what their details are made of, the CONTEXT
     signals' at ``share`` (context_share), a key line's and the shared symbols' at their share of
-    ``best_cover`` (signature_share). The details' text is built only for the hits shown
-    (``score``): most candidates are only counted."""
+    ``best_cover`` (signature_share), lexical at its words' share of ``best_held`` (words_held). The
+    details' text is built only for the hits shown (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = parts.signature_worth.get(sig, 1.0) * signature_share(cover[0], best_cover) if sig else 0.0
     if sig is None and indexed is not None and (lines := _near_lines(record, parts, indexed)):
@@ -330,6 +345,8 @@ def _facts(
     strength = min(1.0, strength)  # cover may be lexical.evidence, past the cap
     if strength < LEXICAL_FLOOR:
         strength = 0.0
+    elif best_cover > 1.0 and best_held > 0:
+        strength *= min(1.0, words_held(parts.weights, matched) / best_held) ** LEXICAL_SHARE_POWER
     env = record.environment
     # os and arch first: they decide most fixes, and the detail is cut at 24 characters.
     env_keys = sorted(env, key=lambda k: (k not in ("os", "arch"), k != "os", k)) if env else []
@@ -382,6 +399,17 @@ def _topical(strengths: list[float], lexical_evidence: float = 0.0) -> float:
     return sum(WEIGHTS[_ORDER[i]] * strengths[i] for i in _TOPICAL_AT) + WEIGHTS["lexical"] * extra
 
 
+def words_held(query: lexical.QueryWeights, matched: list[str]) -> float:
+    """The weight of the query's words a record holds (``lexical.evidence``'s matched list): each
+    once, a word held in another form (``term~form``) at INFLECTION_WEIGHT, as evidence counts it."""
+    weights = query.weights
+    held = 0.0
+    for m in matched:
+        term, _, form = m.partition("~")
+        held += weights.get(term, 0.0) * (INFLECTION_WEIGHT if form else 1.0)
+    return held
+
+
 def signature_share(lexical_evidence: float, best: float, power: float | None = None) -> float:
     """How much of a key's worth a candidate keeps: its lexical evidence (past the cap) as a share of
     the best candidate's, to ``power`` (an exact line's SIGNATURE_SHARE_POWER when None, a near one's
@@ -417,14 +445,16 @@ def score(
     cover: tuple[float, list[str]] | None = None,
     share: float = 1.0,
     best_cover: float = 0.0,
+    best_held: float = 0.0,
 ) -> Hit:
     """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known;
     ``share`` of its CONTEXT signals (context_share); ``best_cover``, the best candidate's lexical
-    evidence (signature_share)."""
+    evidence (signature_share); ``best_held``, the most of the query's words a candidate holds
+    (words_held)."""
     if cover is None:
         cover = lexical.strength(parts.weights, indexed.title, indexed.body) if indexed else (0.0, [])
     strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool = _facts(
-        record, query, parts, cover, now, indexed, share, best_cover
+        record, query, parts, cover, now, indexed, share, best_cover, best_held
     )
     details = [
         sig or "-",
@@ -615,8 +645,11 @@ def rank(
     # Every candidate is counted; only the hits shown get their signals' details (~3x the work).
     facts: list[tuple[list[float], Record]] = []
     best_cover = max((covers[r.hex][0] for r in records), default=0.0)
+    best_held = max((words_held(parts.weights, covers[r.hex][1]) for r in records), default=0.0)
     for r in records:
-        strengths = _facts(r, query, parts, covers[r.hex], moment, indexed.get(r.hex), best_cover=best_cover)[0]
+        strengths = _facts(
+            r, query, parts, covers[r.hex], moment, indexed.get(r.hex), best_cover=best_cover, best_held=best_held
+        )[0]
         if any(strengths[i] > 0 for i in _TOPICAL_AT):
             facts.append((strengths, r))
     best = max((_topical(s, covers[r.hex][0]) for s, r in facts), default=0.0)
@@ -633,6 +666,6 @@ def rank(
     counted.sort(key=lambda c: (c[0], c[1], c[2]), reverse=True)
     hits = counted[:limit]
     return [
-        score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex], share, best_cover)
+        score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex], share, best_cover, best_held)
         for _, _, _, r, share in hits
     ]
