@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .analysis import inflection, lexical
-from .analysis.inflection import INFLECTION_WEIGHT
 from .analysis.signature import Analysis, analyze, digest, quoted_lines, search_words
 from .records import Record, parse_time
 from .store.base import SYMBOL_COUNT_SHARE, Indexed, Store
@@ -406,7 +405,7 @@ def words_held(query: lexical.QueryWeights, matched: list[str]) -> float:
     held = 0.0
     for m in matched:
         term, _, form = m.partition("~")
-        held += weights.get(term, 0.0) * (INFLECTION_WEIGHT if form else 1.0)
+        held += weights.get(term, 0.0) * (inflection.INFLECTION_WEIGHT if form else 1.0)
     return held
 
 
