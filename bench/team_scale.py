@@ -53,18 +53,14 @@ from jiyi import transfer
 from jiyi.analysis import glossary
 from jiyi.config import cache_dir
 from jiyi.records import Record, Revision
-from jiyi.store.postgres.rows import record_row
+from jiyi.store.postgres.rows import PUT_COLUMNS, record_row
 from jiyi.store.postgres.store import PgDatabase, PgStore
 from jiyi.store.postgres.team import TeamStore
 from jiyi.team.server.app import search_hits
 
 console = Console(stderr=True, width=150)
 BATCH = 2000
-_COPY_RECORDS = "COPY records (team_id, {}) FROM STDIN".format(
-    "hex, remote, title, type, scope, what, why, loc, learned, topic_key, revision, fix, origin, project, "
-    "project_key, environment, tool_name, outcome, sources, used_success, evidence_refs, session_id, "
-    "created, updated, reproduction, verification, forgotten, topic_scope, key_lines, normalized, sig_algorithm, tsv"
-)
+_COPY_RECORDS = f"COPY records (team_id, {', '.join(PUT_COLUMNS)}) FROM STDIN"  # record_row's order
 
 
 def export_line(record: Record, revision: Revision) -> dict[str, Any]:

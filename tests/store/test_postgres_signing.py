@@ -58,8 +58,8 @@ def _team(db: PgDatabase, name: str, spring: int, others: int = 1) -> tuple[PgSt
                 (store.team, hexid, [digest(BANNER), CARRIED]),
             )
             cur.execute(
-                "UPDATE records SET normalized = %s, key_lines = %s WHERE team_id = %s AND hex = %s",
-                (Jsonb([BANNER]), Jsonb([BANNER]), store.team, hexid),
+                "UPDATE records SET normalized = %s, key_lines = %s, sigs = %s WHERE team_id = %s AND hex = %s",
+                (Jsonb([BANNER]), Jsonb([BANNER]), sorted([digest(BANNER), CARRIED]), store.team, hexid),
             )
     return store, hexes
 

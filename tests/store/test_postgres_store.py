@@ -471,3 +471,49 @@ def test_a_search_commits_each_look_up_and_hands_its_connection_back_as_it_found
         with one.cursor() as cur:
             cur.execute("SELECT count(*) FROM records WHERE team_id = %s AND title = 'changed'", (store.team,))
             assert cur.fetchone() == (0,)
+
+
+def test_one_search_loads_its_candidates_as_a_load_of_its_own_would(db: PgDatabase) -> None:
+    store = TeamStore(db, db.create_team("t"))
+    target = made("the target", what="some other failure")
+    marked = made("deflate marked", what="ld: undefined symbol deflate\nin pthread_create")
+    plain, gone, elsewhere = made("deflate plain"), made("deflate gone"), made("deflate elsewhere")
+    for record in (target, plain, gone, elsewhere):
+        store.write_record(record, first(record), derive(record))
+    store.write_record(marked, first(marked), derive(marked), marks=[(target.hex, "outdated")])
+    store.mark(marked.hex, "wrong", "a person says so")
+    store.forget(gone.hex)
+    with store.one_connection() as pinned:
+        indexed = pinned.indexed([marked.hex, plain.hex, gone.hex, target.hex], ["deflate"])
+        assert set(indexed) == {marked.hex, plain.hex, target.hex}  # a forgotten record has no vector
+        assert indexed == store.indexed([marked.hex, plain.hex, gone.hex, target.hex], ["deflate"])
+        # Read with the vectors, or on their own when not among them; forgotten ones never.
+        loaded = pinned.get_many([plain.hex, gone.hex, marked.hex, elsewhere.hex, target.hex])
+    alone = store.get_many([plain.hex, gone.hex, marked.hex, elsewhere.hex, target.hex])
+    assert {r.hex: r for r in loaded} == {r.hex: r for r in alone}
+    got = {r.hex: r for r in loaded}
+    assert set(got) == {plain.hex, marked.hex, elsewhere.hex, target.hex}
+    assert got[marked.hex].signatures == tuple(sorted(set(marked.signatures)))
+    assert got[marked.hex].symbols == tuple(sorted(set(marked.symbols))) != ()
+    assert [m.relation for m in got[marked.hex].marked] == ["wrong"]  # a person's
+    assert [(m.source_id, m.relation) for m in got[target.hex].marked] == [("lr_" + marked.hex, "outdated")]
+
+
+def test_an_older_schema_gets_its_records_signatures_and_symbols_on_their_rows(pg_schema: tuple[str, str]) -> None:
+    dsn, schema = pg_schema
+    record = made("deflate", what="ld: undefined symbol deflate\nin pthread_create")
+    with PgDatabase(dsn, schema=schema) as old:
+        store = TeamStore(old, old.create_team("t"))
+        store.write_record(record, first(record), derive(record))
+        with old.cursor() as cur:  # as a server before m018_record_keys left it
+            cur.execute("ALTER TABLE records DROP COLUMN sigs, DROP COLUMN syms")
+            cur.execute("DELETE FROM _migrations WHERE name = 'm018_record_keys'")
+    with PgDatabase(dsn, schema=schema) as new:
+        store = TeamStore(new, store.team)
+        got = store.get(record.hex)
+        assert got is not None and got.signatures and got.symbols
+        assert (got.signatures, got.symbols) == (
+            tuple(sorted(set(record.signatures))),
+            tuple(sorted(set(record.symbols))),
+        )
+        assert [h.record.hex for h in search_hits(store, "ld: undefined symbol deflate", 5)] == [record.hex]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
@@ -14,11 +15,11 @@ if TYPE_CHECKING:
     from ...analysis.indexing import Derived
 
 COLUMNS = RECORD_COLUMNS
-# What a record is read with: its row, then its signatures, symbols and the marks others made on
-# it (``[source id, relation]`` in the order made, a person's marks last) as arrays, from ``records r``.
+# What a record is read with: its row, then its signatures and symbols (arrays on the row since
+# m018_record_keys) and the marks others made on it (``[source id, relation]`` in the order made, a
+# person's marks last), from ``records r``.
 SELECT = (
-    COLUMNS + ", ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY sig), "
-    "ARRAY(SELECT symbol FROM symbols s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol), "
+    COLUMNS + ", r.sigs, r.syms, "
     "(SELECT jsonb_agg(jsonb_build_array(m.source, m.relation) ORDER BY m.human, m.created, m.source) FROM ("
     "SELECT CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex AS source, rel.relation, rel.created, "
     "false AS human FROM relations rel LEFT JOIN records src ON src.team_id = rel.team_id "
@@ -26,7 +27,7 @@ SELECT = (
     f"UNION ALL SELECT '{HUMAN_MARK}', h.relation, h.created, true FROM human_marks h "
     "WHERE h.team_id = r.team_id AND h.hex = r.hex) m)"
 )
-PUT_COLUMNS = [*WRITE_COLUMNS, "tsv"]
+PUT_COLUMNS = [*WRITE_COLUMNS, "tsv", "sigs", "syms"]
 PUT_SQL = (
     f"INSERT INTO records (team_id, {', '.join(PUT_COLUMNS)}) VALUES ({', '.join(['%s'] * (len(PUT_COLUMNS) + 1))}) "
     "ON CONFLICT (team_id, hex) DO UPDATE SET "
@@ -38,11 +39,19 @@ PUT_AUTHORED_SQL = PUT_SQL.replace("(team_id, ", "(team_id, author, ", 1).replac
 
 
 def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any, ...]:
-    """The values of ``PUT_COLUMNS`` (after team_id) for ``record``; no full text when forgotten."""
-    tsv = None
-    if derived is not None and not record.forgotten:
-        tsv = tsvector_text(derived.index_title, derived.index_body)
-    return (team, *write_values(record, derived, Jsonb), tsv)
+    """The values of ``PUT_COLUMNS`` (after team_id) for ``record``; no full text, signatures or
+    symbols when forgotten. The arrays hold what the look-up tables do (``PgStore.put``): each value
+    once."""
+    if record.forgotten:
+        return (team, *write_values(record, derived, Jsonb), None, [], [])
+    tsv = tsvector_text(derived.index_title, derived.index_body) if derived is not None else None
+    return (team, *write_values(record, derived, Jsonb), tsv, _keys(record.signatures), _keys(record.symbols))
+
+
+def _keys(values: Iterable[str]) -> list[str]:
+    # By code point, as m018 fills them in a C collation: a record reads back the same whatever
+    # the database's collation (the tables' ``ORDER BY`` followed it).
+    return sorted(set(values))
 
 
 def row_record(row: tuple[Any, ...]) -> Record:

@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -123,6 +123,8 @@ class PgSearch:
     # keeps the others waiting.
     _search: ExitStack | None = None
     _pinned: Cursor | None = None
+    # The copy's candidates read whole by ``PgStore.indexed``, by hex, for its ``get_many``.
+    _rows: dict[str, tuple[Any, ...]] | None = None
 
     @contextmanager
     def one_connection(self) -> Iterator[Self]:
@@ -256,10 +258,7 @@ class PgSearch:
                 (self.team, keys),
             )
             rows = cur.fetchall()
-        if terms is None:
-            return {h: _fields(text, normalized or []) for h, text, normalized in rows}
-        wanted = {lexeme(t): t for t in terms}  # quoted once, looked up in every vector
-        return {h: _some_fields(text, normalized or [], wanted) for h, text, normalized in rows}
+        return fields_of(rows, terms)
 
     def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
         def count(keys: list[str], cap: int) -> list[tuple[str, int]]:
@@ -304,6 +303,14 @@ class PgSearch:
                 "SELECT count(*) FROM records WHERE team_id = %s AND rid > %s AND NOT forgotten", (self.team, after)
             )
             return version, int(cur.fetchone()[0])  # type: ignore[index]
+
+
+def fields_of(rows: Iterable[tuple[str, str, list[str] | None]], terms: Iterable[str] | None) -> dict[str, Indexed]:
+    """``indexed``'s answer from (hex, vector as text, normalised key lines) rows."""
+    if terms is None:
+        return {h: _fields(text, normalized or []) for h, text, normalized in rows}
+    wanted = {lexeme(t): t for t in terms}  # quoted once, looked up in every vector
+    return {h: _some_fields(text, normalized or [], wanted) for h, text, normalized in rows}
 
 
 def _some_fields(tsv: str, normalized: list[str], wanted: dict[str, str]) -> Indexed:
