@@ -49,7 +49,7 @@ import jiyi
 from jiyi.analysis import lexical
 from jiyi.analysis.indexing import Derived
 from jiyi.analysis.signature import analyze
-from jiyi.ranking import MAX_QUERY_TERMS
+from jiyi.query import MAX_QUERY_TERMS
 from jiyi.records import Record, Revision, new_hex, now, snapshot
 
 BATCH = 1000

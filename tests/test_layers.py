@@ -20,7 +20,7 @@ RANKS: dict[str, int] = {
     "analysis": 1,
     "project": 2,
     "store": 3, "writing": 3, "transfer": 3,
-    "ranking": 4, "tools": 4,
+    "ranking": 4, "query": 4, "shapes": 4, "tools": 4,
     "capture": 5, "session": 5, "memory": 5,
     "mcp_server": 6, "team": 6, "diagnosis": 6, "ui": 6,
     "cli": 7, "__main__": 7,

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
-from jiyi import ranking
+from jiyi import shapes
 from jiyi.analysis.indexing import derive
 from jiyi.analysis.lexical import QueryWeights
 from jiyi.analysis.signature import analyze
-from jiyi.ranking import LEXICAL_FLOOR, WEIGHTS, Hit, Prepared, Query, rank, score, signature_share
+from jiyi.query import Prepared, Query
+from jiyi.ranking import LEXICAL_FLOOR, WEIGHTS, Hit, rank, score
 from jiyi.records import Record, Relation, Revision, new_hex, snapshot
+from jiyi.shapes import signature_share
 from jiyi.store.base import Indexed, Store
 from jiyi.tools import formats
 
@@ -351,7 +353,7 @@ def test_a_key_line_look_alikes_share_counts_by_how_much_of_the_query_each_holds
     sig = signals(hits[1])["error_signature"]
     assert 0.0 < sig[0] < 1.0 and sig[1].startswith("sha256:")
     # Counted whole whatever else the query says, the shared line put the generic record first.
-    monkeypatch.setattr(ranking, "SIGNATURE_SHARE_POWER", 0)
+    monkeypatch.setattr(shapes, "SIGNATURE_SHARE_POWER", 0)
     assert ranked()[0].record.hex == generic.hex
 
 

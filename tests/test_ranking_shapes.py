@@ -9,10 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from jiyi import ranking
+from jiyi import shapes
 from jiyi.analysis import glossary, lexical, signature_rules
 from jiyi.analysis.signature import analyze, quoted_lines, record_symbols
-from jiyi.ranking import Hit, Query, context_share, line_worth, rank, symbol_rarity, symbol_worth
+from jiyi.query import Query
+from jiyi.ranking import Hit, rank
+from jiyi.shapes import context_share, line_worth, symbol_rarity, symbol_worth
 from jiyi.store.base import Store
 
 from .test_ranking import NOW, made, put, stamp
@@ -253,7 +255,7 @@ def test_past_the_lexical_cap_more_of_the_query_still_decides_between_look_alike
     order, first, second = ranked()
     assert order == [css.hex, js.hex]
     assert first == 1.0 and 0.5 < second < 1.0
-    monkeypatch.setattr(ranking, "LEXICAL_SHARE_POWER", 0)  # both capped: only the tie-break tells them apart
+    monkeypatch.setattr(shapes, "LEXICAL_SHARE_POWER", 0)  # both capped: only the tie-break tells them apart
     assert ranked() == ([css.hex, js.hex], 1.0, 1.0)
 
 
@@ -393,7 +395,7 @@ def test_a_near_key_line_counts_at_its_share_of_the_best_evidence(
         return strength
 
     shared = near_strength()
-    monkeypatch.setattr(ranking, "NEAR_SHARE_POWER", 0)  # counted whole whatever else the query says
+    monkeypatch.setattr(shapes, "NEAR_SHARE_POWER", 0)  # counted whole whatever else the query says
     assert 0.0 < shared < near_strength()
 
 
@@ -430,7 +432,7 @@ def test_a_shared_symbol_counts_at_its_share_of_the_best_evidence(
 
     order, shared = ranked()
     assert order[0] == message.hex
-    monkeypatch.setattr(ranking, "SYMBOL_SHARE_POWER", 0)  # counted whole whatever else the query says
+    monkeypatch.setattr(shapes, "SYMBOL_SHARE_POWER", 0)  # counted whole whatever else the query says
     whole = ranked()[1]
     assert 0.0 < shared < whole
 

@@ -15,7 +15,8 @@ from .analysis.signature import analyze, record_symbols
 from .capture.cleaning import clean_command
 from .errors import InvalidArgument, JiyiError, NotesDisabled, NotFound, ReadBudgetSpent
 from .project import Project, checkout_point, reproduction_at
-from .ranking import Hit, Query, rank
+from .query import Query
+from .ranking import Hit, rank
 from .records import NoteInput, Record, Reproduction, checked_by, new_hex, now
 from .session_link import OWN_PREFIX, live_session, own_id
 from .store.base import SEARCH_CHARS

@@ -342,7 +342,10 @@ def test_writing_the_record_keeps_the_hook_light(tmp_path: Path, jiyi_home: Path
     done = _hook_profiled(tmp_path, jiyi_home, _success(project, "light"))
     imported = {line.split("|")[-1].strip() for line in done.splitlines() if "|" in line}
     assert not {name.split(".")[0] for name in imported} & {"click", "rich", "mcp", "pydantic"}
-    assert not {"jiyi.ranking", "jiyi.tools.formats", "jiyi.session", "jiyi.memory"} & imported
+    assert (
+        not {"jiyi.ranking", "jiyi.query", "jiyi.shapes", "jiyi.tools.formats", "jiyi.session", "jiyi.memory"}
+        & imported
+    )
     # The record is the detached finisher's work: the hook itself neither builds nor stores it.
     assert (
         not {"jiyi.capture.auto_record", "jiyi.writing", "jiyi.analysis.signature", "jiyi.store.sqlite.store"}

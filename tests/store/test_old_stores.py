@@ -20,7 +20,8 @@ import pytest
 
 import jiyi
 from jiyi.config import Settings
-from jiyi.ranking import Query, rank
+from jiyi.query import Query
+from jiyi.ranking import rank
 from jiyi.store.sqlite import migrations
 from jiyi.store.sqlite.store import SQLiteStore
 

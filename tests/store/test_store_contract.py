@@ -20,7 +20,8 @@ import pytest
 import jiyi
 from jiyi.analysis.indexing import derive
 from jiyi.errors import Unavailable
-from jiyi.ranking import Query, rank
+from jiyi.query import Query
+from jiyi.ranking import rank
 from jiyi.records import Fix, Record, Relation, Reproduction, Revision, Verification, new_hex, now, snapshot
 from jiyi.store import base as store_base
 from jiyi.store.base import Store, TermStats

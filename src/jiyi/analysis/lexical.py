@@ -260,7 +260,7 @@ class QueryWeights:
 
     @property
     def mean(self) -> float:
-        """The mean weight of the query's terms: what a word they do not weigh counts (ranking.py)."""
+        """The mean weight of the query's terms: what a word they do not weigh counts (shapes.py)."""
         return self.total / len(self.weights) if self.weights else 1.0
 
     @classmethod

@@ -428,7 +428,7 @@ def search_words(text: str, *, demangle: bool = True, folders: bool = False) -> 
     so a record that names the symbol in its explanation is found. Text without any of these is
     returned as it came.
 
-    ``folders`` (a query's text, ranking.Query): a folder path that names no file keeps its folders'
+    ``folders`` (a query's text, query.Query): a folder path that names no file keeps its folders'
     names too. A failing path is often the object of the message (nginx's `open()
     "/var/lib/nginx/proxy/4/00/0000000004" failed`), and its folders name what failed as a record's
     title or explanation says it; a user's own folder names, which no record holds, count as any word

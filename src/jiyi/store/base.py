@@ -217,7 +217,7 @@ class Indexed:
 
 
 # Symbol document counts are read up to this share of the store: past it a symbol is worth nothing
-# (ranking.symbol_rarity), so counting on would only cost time.
+# (shapes.symbol_rarity), so counting on would only cost time.
 SYMBOL_COUNT_SHARE = 0.3
 # Counts at least this large are kept by a store process while the store grows by under 1 %, as
 # the SQLite store keeps the counts of common terms: `RuntimeError` on 30 000 records costs ~2 ms
@@ -451,7 +451,7 @@ class Store(ABC):
     @abstractmethod
     def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
         """How many records hold each symbol, counted up to ``SYMBOL_COUNT_SHARE`` of ``total``
-        records (and one more): rarer is worth more (ranking.symbol_rarity)."""
+        records (and one more): rarer is worth more (shapes.symbol_rarity)."""
 
     @abstractmethod
     def project_keys(self, name: str) -> list[str]:

@@ -13,7 +13,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..errors import JiyiError, NotFound
-from ..ranking import WEIGHTS, Query, rank
+from ..query import Query
+from ..ranking import WEIGHTS, rank
 from ..records import ORIGIN_LABELS, OUTCOMES_EN, SCOPES, TYPES, Record, split_ref
 from ..store.base import RecordFilter
 from ..tools import formats, validation

@@ -35,7 +35,8 @@ from starlette.routing import Route
 from ...analysis import glossary
 from ...config import cache_dir
 from ...errors import Forbidden, InvalidArgument, JiyiError, NotFound
-from ...ranking import Hit, Query, rank
+from ...query import Query
+from ...ranking import Hit, rank
 from ...records import RELATIONS, SCOPES, TYPES, is_hex
 from ...store.postgres.database import Member, PgDatabase
 from ...store.postgres.store import PgStore
