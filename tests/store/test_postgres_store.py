@@ -499,7 +499,7 @@ def test_one_search_loads_its_candidates_as_a_load_of_its_own_would(db: PgDataba
     assert [(m.source_id, m.relation) for m in got[target.hex].marked] == [("lr_" + marked.hex, "outdated")]
 
 
-def test_an_older_schema_gets_its_records_signatures_and_symbols_on_their_rows(pg_schema: tuple[str, str]) -> None:
+def test_records_written_before_their_keys_were_on_the_row_read_back_whole(pg_schema: tuple[str, str]) -> None:
     dsn, schema = pg_schema
     record = made("deflate", what="ld: undefined symbol deflate\nin pthread_create")
     with PgDatabase(dsn, schema=schema) as old:
@@ -510,10 +510,14 @@ def test_an_older_schema_gets_its_records_signatures_and_symbols_on_their_rows(p
             cur.execute("DELETE FROM _migrations WHERE name = 'm018_record_keys'")
     with PgDatabase(dsn, schema=schema) as new:
         store = TeamStore(new, store.team)
+        keys = (tuple(sorted(set(record.signatures))), tuple(sorted(set(record.symbols))))
         got = store.get(record.hex)
         assert got is not None and got.signatures and got.symbols
-        assert (got.signatures, got.symbols) == (
-            tuple(sorted(set(record.signatures))),
-            tuple(sorted(set(record.symbols))),
-        )
+        assert (got.signatures, got.symbols) == keys  # from the look-up tables: the row has none yet
+        assert rows(new, "SELECT sigs, syms FROM records WHERE hex = %s", record.hex) == [(None, None)]
         assert [h.record.hex for h in search_hits(store, "ld: undefined symbol deflate", 5)] == [record.hex]
+        revised = replace(record, learned="link with -lz", revision=2)
+        store.write_record(revised, first(revised), derive(revised))
+        assert rows(new, "SELECT sigs, syms FROM records WHERE hex = %s", record.hex) == [tuple(map(list, keys))]
+        again = store.get(record.hex)
+        assert again is not None and (again.signatures, again.symbols) == keys

@@ -482,17 +482,14 @@ migration(
 
 # A record's signatures and symbols as arrays on its row (``rows.SELECT``) besides their look-up
 # tables: loading a search's ~35 candidates read them with two subqueries a row, 0.5 of 1.2 ms of
-# the load at 100 000 records (bench/team_scale.py --direct). Filled for every row here, once; the
-# tables keep the index look-ups (``search.by_keys``).
+# the load at 100 000 records (bench/team_scale.py --direct). Written by every put from now on; NULL
+# on the rows before, which are read through the tables as before until their next write: filling
+# them here rewrote every row, 7.3 minutes of a server's start at 1 000 000 records. The tables keep
+# the index look-ups (``search.by_keys``).
 migration(
     "m018_record_keys",
     """
-    ALTER TABLE records ADD COLUMN sigs text[] NOT NULL DEFAULT '{}',
-        ADD COLUMN syms text[] NOT NULL DEFAULT '{}';
-    UPDATE records r SET sigs = k.a FROM (SELECT team_id, hex, array_agg(sig ORDER BY sig COLLATE "C") AS a
-        FROM signatures GROUP BY team_id, hex) k WHERE r.team_id = k.team_id AND r.hex = k.hex;
-    UPDATE records r SET syms = k.a FROM (SELECT team_id, hex, array_agg(symbol ORDER BY symbol COLLATE "C") AS a
-        FROM symbols GROUP BY team_id, hex) k WHERE r.team_id = k.team_id AND r.hex = k.hex;
+    ALTER TABLE records ADD COLUMN sigs text[], ADD COLUMN syms text[];
     """,
 )
 

@@ -15,11 +15,14 @@ if TYPE_CHECKING:
     from ...analysis.indexing import Derived
 
 COLUMNS = RECORD_COLUMNS
-# What a record is read with: its row, then its signatures and symbols (arrays on the row since
-# m018_record_keys) and the marks others made on it (``[source id, relation]`` in the order made, a
-# person's marks last), from ``records r``.
+# What a record is read with: its row, then its signatures and symbols (arrays on the row, or from
+# their tables for a row not written since m018_record_keys: COALESCE reads no further than the
+# first value not NULL) and the marks others made on it (``[source id, relation]`` in the order made,
+# a person's marks last), from ``records r``.
 SELECT = (
-    COLUMNS + ", r.sigs, r.syms, "
+    COLUMNS + ", COALESCE(r.sigs, ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id "
+    'AND s.hex = r.hex ORDER BY sig COLLATE "C")), COALESCE(r.syms, ARRAY(SELECT symbol FROM symbols s '
+    'WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol COLLATE "C")), '
     "(SELECT jsonb_agg(jsonb_build_array(m.source, m.relation) ORDER BY m.human, m.created, m.source) FROM ("
     "SELECT CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex AS source, rel.relation, rel.created, "
     "false AS human FROM relations rel LEFT JOIN records src ON src.team_id = rel.team_id "
@@ -49,8 +52,8 @@ def record_row(team: int, record: Record, derived: Derived | None) -> tuple[Any,
 
 
 def _keys(values: Iterable[str]) -> list[str]:
-    # By code point, as m018 fills them in a C collation: a record reads back the same whatever
-    # the database's collation (the tables' ``ORDER BY`` followed it).
+    # By code point, as ``SELECT`` orders an older row's in a C collation: a record reads back the
+    # same however it was written, whatever the database's collation.
     return sorted(set(values))
 
 
