@@ -129,8 +129,9 @@ class PgStore(PgLexical, PgSigning, PgSessions, Store):
         if not keys:
             return {}
         # In one search (``one_connection``) the candidates' whole rows come with their vectors, kept
-        # for ``get_many``: ranking loads most of them next (~34 of ~44), and one statement cost
-        # 1.15 ms where the two took 2.0 (bench/team_scale.py --direct, 100 000 records).
+        # for ``get_many``: ranking loads most of them next (~34 of ~44), and one statement took
+        # 1.15 ms in SQL where the two took 2.0 with the keys' subqueries (m018_record_keys), 2.55 ms
+        # a search in all against 3.53 (bench/team_scale.py --direct, 100 000 records).
         with self.reading() as cur:
             cur.execute(
                 f"SELECT r.tsv::text, r.normalized, {SELECT} FROM records r WHERE team_id = %s AND hex = ANY(%s) "
