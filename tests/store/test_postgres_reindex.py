@@ -338,3 +338,43 @@ def test_pushes_while_an_upgrade_runs_all_end_indexed_by_their_own_text(db: PgDa
     assert _stale(store) == [] and store.lexical_state() == (lexical.VERSION, 0)
     kept, fresh = _counts(store)
     assert kept == fresh and fresh["ошибка"] == len(lines) and fresh["нет"] == 1
+
+
+def _seqs(store: PgStore) -> dict[str, int]:
+    with store.db.cursor() as cur:
+        cur.execute("SELECT hex, seq FROM records WHERE team_id = %s", (store.team,))
+        return {str(h): int(s) for h, s in cur.fetchall()}
+
+
+def test_rows_written_before_their_keys_were_kept_there_get_them_at_start_and_by_the_admin_command(
+    pg_schema: tuple[str, str], db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn, schema = pg_schema
+    store = TeamStore(db, db.create_team("alpha"))
+    records = [made(f"zlib {i}", what=f"ld: undefined symbol deflate{i}\nin pthread_create") for i in range(5)]
+    for record in records:
+        store.write_record(record, first(record), derive(record))
+    before = {r.hex: store.get(r.hex) for r in records}
+    seqs = _seqs(store)
+    assert store.record_keys_left() == 0 and upgrade.unfilled_teams(db) == []
+    with db.cursor() as cur:  # as a server before m018_record_keys left them
+        cur.execute("UPDATE records SET sigs = NULL, syms = NULL WHERE team_id = %s", (store.team,))
+    assert store.record_keys_left() == 5 and upgrade.unfilled_teams(db) == [store.team]
+    assert {r.hex: store.get(r.hex) for r in records} == before  # read from the look-up tables meanwhile
+    monkeypatch.setattr(upgrade, "BATCH", 2)
+    assert upgrade.upgrade_on_start(db, seconds=0) == 2  # one batch at least, however short the time
+    assert store.record_keys_left() == 3
+    args = ["team", "admin", "reindex", "--dsn", dsn, "--schema", schema]
+    result = CliRunner().invoke(main, [*args, "--keys", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {
+        "keys": {"teams": [{"team": "alpha", "id": store.team, "filled": 3, "left": 0}]}
+    }
+    assert store.record_keys_left() == 0 and upgrade.unfilled_teams(db) == []
+    with db.cursor() as cur:
+        cur.execute("SELECT count(*) FROM records WHERE team_id = %s AND sigs = '{}'", (store.team,))
+        assert cur.fetchone() == (0,)  # each holds its own
+    assert {r.hex: store.get(r.hex) for r in records} == before
+    assert _seqs(store) == seqs  # the records did not change: no pull brings them again
+    again = CliRunner().invoke(main, [*args, "--keys"])
+    assert again.exit_code == 0 and "alpha: keys of 0 records put on their rows, 0 left" in again.output

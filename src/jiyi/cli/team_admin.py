@@ -203,26 +203,31 @@ def _brought_up(
 @admin_group.command("reindex")
 @click.option("--terms", "terms", is_flag=True, help="Re-derive the full-text search terms.")
 @click.option("--signatures", "signatures", is_flag=True, help="Re-sign records signed with older key-line rules.")
+@click.option("--keys", "keys", is_flag=True, help="Put older records' signatures and symbols on their rows.")
 @click.option("--team", default=None, help="Only this team (name or id; default: every team).")
 @dsn_option
 @schema_option
 @json_option
-def reindex_command(terms: bool, signatures: bool, team: str | None, dsn: str, schema: str, as_json: bool) -> None:
+def reindex_command(
+    terms: bool, signatures: bool, keys: bool, team: str | None, dsn: str, schema: str, as_json: bool
+) -> None:
     """Bring the teams' full-text search terms (--terms) and their records' signatures (--signatures)
-    up to the current versions, a batch a transaction.
+    up to the current versions, and put the keys of records written before they were kept on the
+    record's row there (--keys: loading a record then takes no look-up of them), a batch a transaction.
 
     Safe while servers serve and pushes arrive; stopped anywhere, the next run (or server start)
     resumes. A re-signed record gets a new sequence number: members pull its new signatures.
     """
-    if not (terms or signatures):
-        raise click.UsageError("give --terms, --signatures or both")
+    if not (terms or signatures or keys):
+        raise click.UsageError("give --terms, --signatures, --keys or more than one")
     from ..analysis.indexing import SIGNATURE_VERSION
     from ..analysis.lexical import VERSION
     from ..store.postgres.store import PgStore
-    from ..store.postgres.upgrade import old_signed_teams, old_teams, resign_team, upgrade_team
+    from ..store.postgres.upgrade import fill_team, old_signed_teams, old_teams, resign_team, upgrade_team
 
     report: list[dict[str, Any]] = []
     signed: list[dict[str, Any]] = []
+    filled: list[dict[str, Any]] = []
     with database(dsn, schema) as db:
         try:
             teams = {t.id: t.name for t in db.list_teams()}
@@ -246,12 +251,18 @@ def reindex_command(terms: bool, signatures: bool, team: str | None, dsn: str, s
                             bar, f"signatures of {name}", team_id in unsigned, store.signature_state, store, resign_team
                         )
                         signed.append({"team": name, "id": team_id, "looked_at": done, "version": version})
+                    if keys:
+                        task = bar.add_task(f"keys of {name}", total=store.record_keys_left())
+                        done = fill_team(store, functools.partial(bar.advance, task))
+                        filled.append({"team": name, "id": team_id, "filled": done, "left": store.record_keys_left()})
         except JiyiError as exc:
             fail(exc)
     if as_json:
         out: dict[str, Any] = {"current": VERSION, "teams": report} if terms else {}
         if signatures:
             out["signatures"] = {"current": SIGNATURE_VERSION, "teams": signed}
+        if keys:
+            out["keys"] = {"teams": filled}
         emit_json(out)
         return
     for entry in report:
@@ -263,5 +274,7 @@ def reindex_command(terms: bool, signatures: bool, team: str | None, dsn: str, s
             f"{entry['team']}: {entry['looked_at']} records looked at for re-signing, key-line rules version "
             f"{entry['version']}"
         )
-    if not (report or signed):
+    for entry in filled:
+        click.echo(f"{entry['team']}: keys of {entry['filled']} records put on their rows, {entry['left']} left")
+    if not (report or signed or filled):
         click.echo("no teams yet")

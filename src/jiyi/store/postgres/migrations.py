@@ -483,13 +483,16 @@ migration(
 # A record's signatures and symbols as arrays on its row (``rows.SELECT``) besides their look-up
 # tables: loading a search's ~35 candidates read them with two subqueries a row, 0.5 of 1.2 ms of
 # the load at 100 000 records (bench/team_scale.py --direct). Written by every put from now on; NULL
-# on the rows before, which are read through the tables as before until their next write: filling
-# them here rewrote every row, 7.3 minutes of a server's start at 1 000 000 records. The tables keep
-# the index look-ups (``search.by_keys``).
+# on the rows before, which are read through the tables as before until filled in batches
+# (store/postgres/keys.py), found by the partial index (every row of a database upgraded now, none of
+# one made since): filling them here rewrote every row, 7.3 minutes of a server's start at 1 000 000
+# records. Not built CONCURRENTLY: that waits for every transaction, the other starting servers'
+# waits for the migration lock among them. The tables keep the look-ups (``search.by_keys``).
 migration(
     "m018_record_keys",
     """
     ALTER TABLE records ADD COLUMN sigs text[], ADD COLUMN syms text[];
+    CREATE INDEX records_keys_unfilled ON records (team_id, rid) WHERE sigs IS NULL;
     """,
 )
 

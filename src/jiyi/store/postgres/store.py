@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 from ...records import Record, Revision, now
 from ..base import PURGED_TABLES, UNCONFIRMED_SQL, HumanMark, Indexed, RecordFilter, Store, holds_words
 from .database import Cursor, Member, PgDatabase, Team
+from .keys import PgKeys
 from .lexical import PgLexical
 from .rows import PUT_AUTHORED_SQL, PUT_SQL, SELECT, record_row, row_record
 from .search import fields_of
@@ -42,7 +43,7 @@ def _topic_mutex(db: PgDatabase) -> threading.Lock:
         return _TOPIC_MUTEXES.setdefault(db, threading.Lock())
 
 
-class PgStore(PgLexical, PgSigning, PgSessions, Store):
+class PgStore(PgLexical, PgSigning, PgKeys, PgSessions, Store):
     """The records of team ``team`` (its id) in ``db``. Safe to share between threads: each call
     takes a pooled connection for one transaction.
 

@@ -1,7 +1,9 @@
-"""Bringing a team database's full-text terms up to the current ``analysis.lexical.VERSION``, and its
-records' signatures up to ``analysis.indexing.SIGNATURE_VERSION``: a bounded while when a server
-starts, the rest by ``jiyi team admin reindex --terms`` / ``--signatures`` (the steps of one batch are
-``lexical.PgLexical.upgrade_lexical``'s and ``signing.PgSigning.upgrade_signatures``').
+"""Bringing a team database's full-text terms up to the current ``analysis.lexical.VERSION``, its
+records' signatures up to ``analysis.indexing.SIGNATURE_VERSION``, and the keys of rows written before
+``m018_record_keys`` onto those rows: a bounded while when a server starts, the rest by ``jiyi team
+admin reindex --terms`` / ``--signatures`` / ``--keys`` (the steps of one batch are
+``lexical.PgLexical.upgrade_lexical``'s, ``signing.PgSigning.upgrade_signatures``' and
+``keys.PgKeys.fill_record_keys``').
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ def resign_team(store: PgStore, progress: Callable[[int], None] | None = None) -
     return _to_the_end(lambda: store.upgrade_signatures(BATCH, wait=True), progress)
 
 
+def fill_team(store: PgStore, progress: Callable[[int], None] | None = None) -> int:
+    """Put the rest of ``store``'s older rows' signatures and symbols on their rows (keys.py); returns
+    how many this call filled."""
+    return _to_the_end(lambda: store.fill_record_keys(BATCH), progress)
+
+
 def _to_the_end(step: Callable[[], int], progress: Callable[[int], None] | None) -> int:
     done = 0
     while n := step():
@@ -66,6 +74,10 @@ def upgrade_on_start(db: PgDatabase, seconds: float = UPGRADE_ON_START_S) -> int
         done += _batches(db, found, lambda s: s.upgrade_signatures(BATCH, wait=False), deadline)
     except Unavailable as exc:
         log.warning("re-signing records at start: %s", exc)
+    try:
+        done += _batches(db, unfilled_teams(db), lambda s: s.fill_record_keys(BATCH), deadline)
+    except Unavailable as exc:
+        log.warning("putting older records' keys on their rows at start: %s", exc)
     return done
 
 
@@ -92,6 +104,17 @@ def old_teams(db: PgDatabase, target: int) -> list[int]:
 def old_signed_teams(db: PgDatabase, target: int) -> list[int]:
     """The ids of the teams whose records were signed with key-line rules older than ``target``."""
     return _behind(db, "signature_versions", target)
+
+
+def unfilled_teams(db: PgDatabase) -> list[int]:
+    """The ids of the teams with rows written before their keys were kept on the row (keys.py)."""
+    with db.cursor() as cur:
+        # Each team's look-up is one probe of m018's partial index.
+        cur.execute(
+            "SELECT t.id FROM teams t WHERE EXISTS (SELECT 1 FROM records r WHERE r.team_id = t.id "
+            "AND r.sigs IS NULL) ORDER BY t.id"
+        )
+        return [int(row[0]) for row in cur.fetchall()]
 
 
 def _behind(db: PgDatabase, table: str, target: int) -> list[int]:
