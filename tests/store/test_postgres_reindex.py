@@ -364,6 +364,9 @@ def test_rows_written_before_their_keys_were_kept_there_get_them_at_start_and_by
     monkeypatch.setattr(upgrade, "BATCH", 2)
     assert upgrade.upgrade_on_start(db, seconds=0) == 2  # one batch at least, however short the time
     assert store.record_keys_left() == 3
+    listing = ["team", "admin", "list", "--dsn", dsn, "--schema", schema]
+    assert json.loads(CliRunner().invoke(main, [*listing, "--json"]).stdout)[0]["keys"] == {"left": 3}
+    assert "keys: 3 older records without them" in CliRunner().invoke(main, listing).stdout
     args = ["team", "admin", "reindex", "--dsn", dsn, "--schema", schema]
     result = CliRunner().invoke(main, [*args, "--keys", "--json"])
     assert result.exit_code == 0, result.output
@@ -378,3 +381,4 @@ def test_rows_written_before_their_keys_were_kept_there_get_them_at_start_and_by
     assert _seqs(store) == seqs  # the records did not change: no pull brings them again
     again = CliRunner().invoke(main, [*args, "--keys"])
     assert again.exit_code == 0 and "alpha: keys of 0 records put on their rows, 0 left" in again.output
+    assert "keys:" not in CliRunner().invoke(main, listing).stdout

@@ -139,6 +139,7 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
         teams = db.list_teams()
         terms = {t.id: PgStore(db, t.id).lexical_state() for t in teams}
         signed = {t.id: PgStore(db, t.id).signature_state() for t in teams}
+        unfilled = {t.id: PgStore(db, t.id).record_keys_left() for t in teams}
         with db.cursor() as cur:
             cur.execute(
                 "SELECT team_id, member, role, count(*) FILTER (WHERE revoked IS NULL), count(*) FROM tokens "
@@ -158,6 +159,7 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
             "members": members.get(t.id, []),
             "terms": {"version": terms[t.id][0], "current": VERSION, "left": terms[t.id][1]},
             "signatures": {"version": signed[t.id][0], "current": SIGNATURE_VERSION, "left": signed[t.id][1]},
+            "keys": {"left": unfilled[t.id]},
         }
         for t in teams
     ]
@@ -177,6 +179,11 @@ def list_command(dsn: str, schema: str, as_json: bool) -> None:
             click.echo(
                 f"  signatures: key-line rules version {version}, re-signing to {SIGNATURE_VERSION}: {left} records "
                 "left (jiyi team admin reindex --signatures finishes it)"
+            )
+        if entry["keys"]["left"]:  # read from the key tables meanwhile, as before
+            click.echo(
+                f"  keys: {entry['keys']['left']} older records without them on their rows "
+                "(jiyi team admin reindex --keys finishes it)"
             )
         for m in entry["members"]:
             click.echo(f"  {m['member']} ({m['role']}): {m['live_tokens']} live token(s) of {m['tokens']}")
