@@ -7,21 +7,18 @@ records. A row's record does not change, so its ``seq`` does not move and no pul
 
 from __future__ import annotations
 
+from .rows import TABLE_SIGS, TABLE_SYMS
 from .search import PgSearch
 
 # The rows still to fill, the oldest first, found by m018's partial index; rows a push holds are left
 # for the next batch (a push writes the arrays itself). Chosen once, in a CTE: as a subquery joined
 # in ``UPDATE … FROM`` it may be scanned again per row, each scan choosing on (a test saw 4 of a
-# batch of 2). The arrays are read as ``rows.SELECT`` reads an older row's, so a record reads back
+# batch of 2). The arrays are what ``rows.SELECT`` reads of an older row, so a record reads back
 # the same before and after.
 _FILL_SQL = (
     "WITH todo AS MATERIALIZED (SELECT hex FROM records WHERE team_id = %(team)s AND sigs IS NULL "
     "ORDER BY rid LIMIT %(batch)s FOR UPDATE SKIP LOCKED) "
-    "UPDATE records r SET "
-    "sigs = ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id AND s.hex = r.hex "
-    'ORDER BY sig COLLATE "C"), '
-    "syms = ARRAY(SELECT symbol FROM symbols s WHERE s.team_id = r.team_id AND s.hex = r.hex "
-    'ORDER BY symbol COLLATE "C") '
+    f"UPDATE records r SET sigs = {TABLE_SIGS}, syms = {TABLE_SYMS} "
     "FROM todo WHERE r.team_id = %(team)s AND r.hex = todo.hex AND r.sigs IS NULL"
 )
 

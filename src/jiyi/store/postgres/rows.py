@@ -15,14 +15,19 @@ if TYPE_CHECKING:
     from ...analysis.indexing import Derived
 
 COLUMNS = RECORD_COLUMNS
-# What a record is read with: its row, then its signatures and symbols (arrays on the row, or from
-# their tables for a row not written since m018_record_keys: COALESCE reads no further than the
-# first value not NULL) and the marks others made on it (``[source id, relation]`` in the order made,
-# a person's marks last), from ``records r``.
+# A row's signatures and symbols read from their look-up tables (``records r``), by code point: for
+# a row not written since m018_record_keys, here and when store/postgres/keys.py fills its arrays.
+TABLE_SIGS = (
+    'ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY sig COLLATE "C")'
+)
+TABLE_SYMS = (
+    'ARRAY(SELECT symbol FROM symbols s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol COLLATE "C")'
+)
+# What a record is read with: its row, then its signatures and symbols (arrays on the row, else from
+# their tables: COALESCE reads no further than the first value not NULL) and the marks others made
+# on it (``[source id, relation]`` in the order made, a person's marks last), from ``records r``.
 SELECT = (
-    COLUMNS + ", COALESCE(r.sigs, ARRAY(SELECT sig FROM signatures s WHERE s.team_id = r.team_id "
-    'AND s.hex = r.hex ORDER BY sig COLLATE "C")), COALESCE(r.syms, ARRAY(SELECT symbol FROM symbols s '
-    'WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol COLLATE "C")), '
+    COLUMNS + f", COALESCE(r.sigs, {TABLE_SIGS}), COALESCE(r.syms, {TABLE_SYMS}), "
     "(SELECT jsonb_agg(jsonb_build_array(m.source, m.relation) ORDER BY m.human, m.created, m.source) FROM ("
     "SELECT CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex AS source, rel.relation, rel.created, "
     "false AS human FROM relations rel LEFT JOIN records src ON src.team_id = rel.team_id "
