@@ -663,3 +663,43 @@ def test_the_folders_of_a_failing_path_name_what_failed(store: Store) -> None:
     hits = searched(store, NGINX_OPEN)
     assert hits[0].record.hex == right.hex
     assert {"nginx", "proxy"} <= set(strengths(hits[0])["lexical"][1].split(","))
+
+
+# bench/data/clusters_s.jsonl c4410 and c4411: two causes of one Zigbee2MQTT message, and a log of
+# the second stamped on the same day and hour as the first's record.
+ZIGBEE_LOG = "\n".join(
+    f"Zigbee2MQTT:error 2022-08-15 17:03:04: {line}"
+    for line in (
+        "Error while starting zigbee-herdsman",
+        "Failed to start zigbee",
+        "Exiting...",
+        "Error: Error while opening serialport 'Error: Error: No such file or directory, cannot open /dev/ttyUSB0'",
+    )
+)
+
+
+def test_a_logs_dates_and_times_are_not_words_of_the_query(store: Store) -> None:
+    locked = put(
+        store,
+        made(
+            "Zigbee2MQTT cannot lock the serial port: another process holds it",
+            what="Zigbee2MQTT:error 2022-08-15 17:38:31: Error: Error while opening serialport 'Error: Error "
+            "Resource temporarily unavailable Cannot lock port'",
+            why="another process holds the port",
+            learned="stop the other process",
+        ),
+    )
+    missing = put(
+        store,
+        made(
+            "Zigbee2MQTT: the serial port's device path does not exist",
+            what="Zigbee2MQTT:error 2020-10-24 16:55:43: Error: Error while opening serialport 'Error: Error: "
+            "No such file or directory, cannot open /dev/ttyACM0'",
+            why="serial.port names a device that is not there",
+            learned="point serial.port at /dev/serial/by-id/...",
+        ),
+    )
+    assert "2022" not in lexical.terms(Query(text=ZIGBEE_LOG).lexical_text())
+    hits = searched(store, ZIGBEE_LOG)
+    assert [h.record.hex for h in hits[:2]] == [missing.hex, locked.hex]
+    assert not {"2022", "08", "15", "17"} & set(strengths(hits[1])["lexical"][1].split(","))

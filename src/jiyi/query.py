@@ -58,7 +58,7 @@ class Query:
         # A pasted traceback's frames are shared by every traceback: only the rest of the text
         # speaks, a folder path by its folders' names (search_words). Of a failure's long log only
         # its key lines speak; the rest would drown the agent's words.
-        own = search_words(self.text, folders=True)
+        own = search_words(self.text, folders=True, stamps=False)
         if not self.failure_error:
             return own
         return own + "\n" + "\n".join(analyze(self.failure_error).key_lines)
