@@ -26,7 +26,8 @@ cluster below c15500 is ``tune`` (the 29 the rules were written against and sets
 at before this split was fixed); sets AP to AS, ids from c15500 on (``clusters_ap.jsonl`` to
 ``clusters_as.jsonl`` and their ``queries_*.jsonl``), gathered afterwards and not run before the split
 was committed, are ``test``; a query has its cluster's split.
-Tune on ``--split tune``; ``--split test`` only to report.
+Tune on ``--split tune``; ``--split test`` only to report. ``--save`` writes each query's top clusters
+per system, which ``bench/retrieval_diff.py`` compares between two runs, query by query.
 
 Reported per split and system: recurring top-1, MRR@5, look-alike confusion (share of recurring
 queries whose top-1 is a cluster named in the true cluster's ``hard_negative_of``), natural-language
@@ -45,6 +46,7 @@ A measurement, not a test: nothing is downloaded at run time (``HF_HUB_OFFLINE=1
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -161,10 +163,13 @@ def load(places: list[Path]) -> tuple[list[dict[str, Any]], list[Doc], list[Quer
     ]
     known = set(clusters) | {d.cluster for d in extra}
     seen: set[tuple[str, str]] = set()
-    for i, (kind, cluster, text, source) in enumerate(written):
+    for kind, cluster, text, source in written:
         if cluster in known and (cluster, text) not in seen:
             seen.add((cluster, text))
-            queries.append(Query(kind, cluster, f"{kind}{i}:{cluster}", text[:QUERY_MAX], None, source))
+            # Named by its text, not its place: a set moved into the data renumbers nothing, so runs
+            # saved before and after a re-split compare query by query (bench/retrieval_diff.py).
+            label = f"{kind}:{cluster}:{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+            queries.append(Query(kind, cluster, label, text[:QUERY_MAX], None, source))
     return list(clusters.values()), extra, queries
 
 
@@ -459,6 +464,22 @@ def report_misses(
         console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
+def saved(results: list[Result], queries: list[Query], docs: list[Doc]) -> dict[str, Any]:
+    """What ``--save`` writes: per system, each query's label -> its top clusters as scored (a
+    distractor is null), with the query's split, kind and right cluster."""
+    return {
+        "queries": {q.label: {"split": q.split, "kind": q.kind, "cluster": q.cluster} for q in queries},
+        "systems": {
+            r.name: {
+                q.label: [cluster_of(i, docs) for i in visible(q, ranked, docs)]
+                for q, ranked in zip(queries, r.ranked, strict=True)
+            }
+            for r in results
+            if r.skipped is None
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--distractors", type=int, default=4000, help="generated records besides the clusters")
@@ -479,6 +500,12 @@ def main() -> None:
     parser.add_argument("--closest", type=int, default=8, help="how many of jiyi's closest calls to show")
     parser.add_argument("--misses", action="store_true", help="also list the rules-off row's misses")
     parser.add_argument("--json", type=Path, default=None, help="also write the metrics here (bench/run_all.py)")
+    parser.add_argument(
+        "--save",
+        type=Path,
+        default=None,
+        help="also write each query's top clusters per system (bench/retrieval_diff.py)",
+    )
     args = parser.parse_args()
     console = Console(stderr=True)  # progress and notes; the tables go to stdout
     out = Console()
@@ -567,6 +594,8 @@ def main() -> None:
                 }
             )
         )
+    if args.save:
+        args.save.write_text(json.dumps(saved(results, queries, docs)))
     for jr in [r for r in results if r.name.startswith("jiyi") and r.skipped is None]:
         if jr.name == "jiyi" or args.misses:
             report_misses(jr, results, queries, docs, args.closest, out)
