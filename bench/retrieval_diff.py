@@ -4,9 +4,9 @@ and lost, per system, split and query kind. ``python bench/retrieval_diff.py BEF
 Tuning compares the tune split of two runs of the same data (``--split tune``): the table of each
 gives the totals, this gives the queries behind a difference of a few. For query-for-query equal runs
 of one tree, run both with the same ``PYTHONHASHSEED``: ties between equal scores keep the order the
-store gave, and set iteration decides some of it. Queries of only one of the runs (a re-split that
-added data) are counted apart; written queries are named by their text, so they keep their names
-across re-splits (``retrieval.load``).
+store gave, and set iteration decides some of it. Queries the second run has and the first lacks (a
+re-split that added data) are counted apart, those only the first has are not shown; written queries
+are named by their text, so they keep their names across re-splits (``retrieval.load``).
 
 A measurement aid, not a test.
 """
