@@ -15,7 +15,7 @@ from jiyi.analysis.signature import analyze, quoted_lines, record_symbols
 from jiyi.query import Query
 from jiyi.ranking import Hit, rank
 from jiyi.shapes import context_share, line_worth, symbol_rarity, symbol_worth
-from jiyi.store.base import Store
+from jiyi.store.base import Indexed, Store
 
 from .test_ranking import NOW, made, put, stamp
 
@@ -703,3 +703,60 @@ def test_a_logs_dates_and_times_are_not_words_of_the_query(store: Store) -> None
     hits = searched(store, ZIGBEE_LOG)
     assert [h.record.hex for h in hits[:2]] == [missing.hex, locked.hex]
     assert not {"2022", "08", "15", "17"} & set(strengths(hits[1])["lexical"][1].split(","))
+
+
+HUGO_LOG = (
+    'Error: add site dependencies: load resources: loading templates: "/site/themes/gallery/layouts/partials/'
+    'menu.html:12:1": parse failed: template: partials/menu.html:12: function "page" not defined'
+)
+
+
+def hugo_records(store: Store) -> tuple[str, str]:
+    old_binary = put(
+        store,
+        made(
+            'Hugo "parse failed: template: partials/head.html:NN: function \\"hugo\\" not defined" (or '
+            '"function \\"return\\" / \\"page\\" not defined")',
+            what='Error: "xxx/themes/syna/layouts/partials/head.html:48:1": parse failed: template: '
+            'partials/head.html:48: function "hugo" not defined',
+            why="template functions such as hugo, return or page only exist in newer Hugo releases",
+            learned="install a Hugo release that meets the theme's minimum version",
+        ),
+    )
+    removed_template = put(
+        store,
+        made(
+            'Hugo >= 0.125: "execute of template failed: html/template:partials/head.html:NN: no such template '
+            '\\"_internal/google_analytics_async.html\\""',
+            what='Error: error building site: render: failed to render pages: render of "page" failed: execute '
+            "of template failed: html/template:_default/single.html:86:14: no such template "
+            '"_internal/google_analytics_async.html"',
+            why="Hugo removed the embedded async Google Analytics template",
+            learned="call _internal/google_analytics.html instead",
+        ),
+    )
+    return old_binary.hex, removed_template.hex
+
+
+def test_a_record_saying_the_querys_words_in_its_order_holds_its_message(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both records hold `page`, `template`, `failed` and `html`; only one says `parse failed`,
+    # `function page` and `not defined` as the log does (shapes.phrase_share).
+    old_binary, removed_template = hugo_records(store)
+    hits = searched(store, HUGO_LOG)
+    assert [h.record.hex for h in hits[:2]] == [old_binary, removed_template]
+    monkeypatch.setattr(shapes, "PHRASE_WEIGHT", 0.0)
+    assert searched(store, HUGO_LOG)[0].record.hex == removed_template
+
+
+def test_a_querys_word_pairs_leave_out_words_it_weighs_at_nothing_and_generic_pairs() -> None:
+    weights = {"version": 2.0, "solving": 4.0, "failed": 1.0, "build": 1.0, "any": 0.0, "match": 3.0}
+    sequence = ["match", "any", "version", "solving", "failed", "build", "failed", "version", "solving"]
+    pairs = shapes.WordPairs.of(sequence, weights)
+    assert pairs.following == {"version": {"solving": 3.0}, "solving": {"failed": 2.5}, "failed": {"version": 1.5}}
+    # The share counts each pair by its weight, only pairs said in that order, of words held.
+    record = Indexed.of("version solving", "build failed version", [])
+    held = ["version", "solving", "failed", "build"]
+    assert shapes.phrase_share(pairs, record, held) == pytest.approx((3.0 + 1.5) / 7.0)
+    assert shapes.phrase_share(pairs, record, ["version", "solving"]) == pytest.approx(3.0 / 7.0)

@@ -85,6 +85,7 @@ class Prepared:
     near: list[shapes.NearLine] = field(default_factory=list)  # the query's normalised key lines
     signature_worth: dict[str, float] = field(default_factory=dict)  # an exact match's strength (shapes.line_worth)
     glossed: dict[str, str] = field(default_factory=dict)  # an English word -> the query's Chinese word
+    pairs: shapes.WordPairs = field(default_factory=lambda: shapes.WordPairs({}, 0.0))  # its adjacent words
 
 
 def prepare(store: Store, query: Query) -> Prepared:
@@ -183,4 +184,5 @@ def prepare(store: Store, query: Query) -> Prepared:
         for n, s in zip(a.normalized, a.signatures, strict=True)
     }
     glossed_words = {w: g for w, (_, g) in glossed.items()}
-    return Prepared(signatures, symbols, terms, weights, rare, worth, near, signature_worth, glossed_words)
+    pairs = shapes.WordPairs.of(lexical.terms(text), weights.weights)
+    return Prepared(signatures, symbols, terms, weights, rare, worth, near, signature_worth, glossed_words, pairs)

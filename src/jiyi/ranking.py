@@ -291,7 +291,10 @@ def rank(
     lengths = lexical.relative_length({h: indexed[h].length for h in candidates if h in indexed})
     for h in candidates:
         fields = indexed.get(h, nothing)
-        covers[h] = lexical.evidence(parts.weights, fields.title, fields.body, lengths.get(h, 1.0))
+        held, words = lexical.evidence(parts.weights, fields.title, fields.body, lengths.get(h, 1.0))
+        if held > 0 and parts.pairs.total > 0:
+            held += shapes.PHRASE_WEIGHT * shapes.phrase_share(parts.pairs, fields, words)
+        covers[h] = (held, words)
     # A candidate found by its words alone that shares too few of them with the query cannot make a
     # hit: dropped before its record is loaded (a load and a scoring cost ~0.1 ms a record), unless
     # it names one of the query's symbols or its key line nearly matches the query's.

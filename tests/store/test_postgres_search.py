@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("psycopg")
 
+from jiyi.store.base import Indexed
 from jiyi.store.postgres.search import _fields, _some_fields, lexeme, tsvector_text
 
 TITLE = "deflate missing it's a\\b deflate"
@@ -26,6 +27,21 @@ def test_the_asked_terms_count_as_in_the_whole_vector(terms: list[str]) -> None:
     assert some.body == {t: n for t, n in whole.body.items() if t in terms}
     assert some.length == whole.length == len(TITLE.split()) + len(BODY.split())
     assert some.normalized == ("line",)
+
+
+def test_words_said_one_after_the_other_read_alike_from_a_vector_and_from_the_text() -> None:
+    # SQLite's Indexed answers from the indexed text, PostgreSQL's from the positions of the asked
+    # terms in its vector: ranking's phrase share (shapes.phrase_share) must not differ by backend.
+    title, body = " ".join(TITLE.split()), " ".join(BODY.split())
+    text = tsvector_text(title, body)
+    words = ["deflate", "missing", "it's", "a\\b", "ld:", "undefined", "inflate", "链接", "报错", "never"]
+    sqlite = Indexed.of(title, body, [])
+    for read in (_fields(text, []), _some_fields(text, [], _asked(words))):
+        for first in words:
+            for second in words:
+                assert read.adjacent(first, second) == sqlite.adjacent(first, second), (first, second)
+    assert sqlite.adjacent("deflate", "missing") and sqlite.adjacent("deflate", "ld:")  # the title runs on
+    assert sqlite.adjacent("链接", "链接") and not sqlite.adjacent("missing", "deflate")
 
 
 def test_a_vector_with_an_entry_of_no_positions_is_still_read() -> None:

@@ -7,6 +7,7 @@ raise ``errors.Unavailable`` when the store cannot be used at all.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -205,15 +206,33 @@ class Indexed:
     body: dict[str, int]
     normalized: tuple[str, ...]
     size: int | None = None  # every term counted, when title and body hold only some (Store.indexed)
+    # Where its terms stand, for ``adjacent``: the SQLite store keeps the indexed text (``of``), the
+    # PostgreSQL store the positions of the terms asked for, as its vector gives them (``1A,5``).
+    text: str = ""
+    places: dict[str, str] | None = None
 
     @property
     def length(self) -> int:
         """How many terms were indexed, every field together."""
         return self.size if self.size is not None else sum(self.title.values()) + sum(self.body.values())
 
+    def adjacent(self, first: str, second: str) -> bool:
+        """Whether the record says ``second`` right after ``first``, its title and body read as one
+        text in the order indexed (title, then body: both stores number positions so)."""
+        if self.places is None:
+            return f" {first} {second} " in self.text
+        before, after = self.places.get(first), self.places.get(second)
+        if not before or not after:
+            return False
+        following = {int(p) + 1 for p in _POSITION.findall(before)}
+        return any(int(p) in following for p in _POSITION.findall(after))
+
     @classmethod
     def of(cls, title: str, body: str, normalized: Iterable[str]) -> Indexed:
-        return cls(Counter(title.split()), Counter(body.split()), tuple(normalized))
+        return cls(Counter(title.split()), Counter(body.split()), tuple(normalized), text=f" {title} {body} ")
+
+
+_POSITION = re.compile(r"[0-9]+")
 
 
 # Symbol document counts are read up to this share of the store: past it a symbol is worth nothing

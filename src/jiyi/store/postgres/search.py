@@ -330,10 +330,12 @@ def _some_fields(tsv: str, normalized: list[str], wanted: dict[str, str]) -> Ind
         entries = {}
         for m in _TSV_LEXEME.finditer(tsv):
             entries["'" + m.group(1) + "'"] = m.group(2) or ""
+    places = {}
     for key in entries.keys() & wanted.keys():
+        places[wanted[key]] = entries[key]
         _place(wanted[key], entries[key], title, body)
     size = tsv.count(",") + tsv.count(" ") + 1 if tsv else 0
-    return Indexed(title, body, tuple(normalized), size)
+    return Indexed(title, body, tuple(normalized), size, places=places)
 
 
 def _fields(tsv: str, normalized: list[str]) -> Indexed:
@@ -341,9 +343,12 @@ def _fields(tsv: str, normalized: list[str]) -> Indexed:
     lines, the others its body (tsvector_text); a lexeme without positions counts once in the body."""
     title: dict[str, int] = {}
     body: dict[str, int] = {}
+    places = {}
     for m in _TSV_LEXEME.finditer(tsv):
-        _place(m.group(1).replace("''", "'").replace("\\\\", "\\"), m.group(2) or "", title, body)
-    return Indexed(title, body, tuple(normalized))
+        term = m.group(1).replace("''", "'").replace("\\\\", "\\")
+        places[term] = m.group(2) or ""
+        _place(term, places[term], title, body)
+    return Indexed(title, body, tuple(normalized), places=places)
 
 
 def _place(term: str, positions: str, title: dict[str, int], body: dict[str, int]) -> None:
