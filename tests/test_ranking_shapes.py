@@ -705,6 +705,8 @@ def test_a_logs_dates_and_times_are_not_words_of_the_query(store: Store) -> None
     assert not {"2022", "08", "15", "17"} & set(strengths(hits[1])["lexical"][1].split(","))
 
 
+# bench/data/clusters_y.jsonl c7206 and c7207 (cut): two Hugo template failures, and a log of the
+# second (c7207's fourth occurrence) that the first outranked on words alone.
 HUGO_LOG = (
     'Error: add site dependencies: load resources: loading templates: "/site/themes/gallery/layouts/partials/'
     'menu.html:12:1": parse failed: template: partials/menu.html:12: function "page" not defined'
