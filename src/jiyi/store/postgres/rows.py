@@ -23,18 +23,24 @@ TABLE_SIGS = (
 TABLE_SYMS = (
     'ARRAY(SELECT symbol FROM symbols s WHERE s.team_id = r.team_id AND s.hex = r.hex ORDER BY symbol COLLATE "C")'
 )
-# What a record is read with: its row, then its signatures and symbols (arrays on the row, else from
-# their tables: COALESCE reads no further than the first value not NULL) and the marks others made
-# on it (``[source id, relation]`` in the order made, a person's marks last), from ``records r``.
-SELECT = (
-    COLUMNS + f", COALESCE(r.sigs, {TABLE_SIGS}), COALESCE(r.syms, {TABLE_SYMS}), "
+# The marks others made on a record of ``records r`` (``[source id, relation]`` in the order made, a
+# person's marks last), NULL when none. Most records have none, and two index probes find that in a
+# fraction of what the aggregate's subquery costs a row: reading a search's ~46 candidate rows took
+# 0.23 ms more with the subquery than without, 0.03 more with the probes first (the queries of
+# ``bench/team_scale.py --records 100000 --direct``, one search's rows read alone).
+MARKS = (
+    "CASE WHEN EXISTS (SELECT FROM relations rel WHERE rel.team_id = r.team_id AND rel.target_hex = r.hex) "
+    "OR EXISTS (SELECT FROM human_marks h WHERE h.team_id = r.team_id AND h.hex = r.hex) THEN "
     "(SELECT jsonb_agg(jsonb_build_array(m.source, m.relation) ORDER BY m.human, m.created, m.source) FROM ("
     "SELECT CASE WHEN src.remote THEN 'rr_' ELSE 'lr_' END || rel.source_hex AS source, rel.relation, rel.created, "
     "false AS human FROM relations rel LEFT JOIN records src ON src.team_id = rel.team_id "
     "AND src.hex = rel.source_hex WHERE rel.team_id = r.team_id AND rel.target_hex = r.hex "
     f"UNION ALL SELECT '{HUMAN_MARK}', h.relation, h.created, true FROM human_marks h "
-    "WHERE h.team_id = r.team_id AND h.hex = r.hex) m)"
+    "WHERE h.team_id = r.team_id AND h.hex = r.hex) m) END"
 )
+# What a record is read with: its row, then its signatures and symbols (arrays on the row, else from
+# their tables: COALESCE reads no further than the first value not NULL) and its ``MARKS``.
+SELECT = COLUMNS + f", COALESCE(r.sigs, {TABLE_SIGS}), COALESCE(r.syms, {TABLE_SYMS}), {MARKS}"
 PUT_COLUMNS = [*WRITE_COLUMNS, "tsv", "sigs", "syms"]
 PUT_SQL = (
     f"INSERT INTO records (team_id, {', '.join(PUT_COLUMNS)}) VALUES ({', '.join(['%s'] * (len(PUT_COLUMNS) + 1))}) "
