@@ -57,3 +57,16 @@ def test_a_schema_migrated_by_a_newer_jiyi_is_refused_by_an_older_one(pg_schema:
         with pytest.raises(Unavailable) as refused:
             PgDatabase(dsn, schema=schema, read_only=read_only)
         assert "migrated by a newer jiyi (1 step(s) this one does not know, first m999" in refused.value.reason
+
+
+def test_json_columns_read_as_json_loads_reads_them(pg_schema: tuple[str, str]) -> None:
+    # The pool's loader (database._json_value) takes shortcuts for empty values: each a new object.
+    import json
+
+    values = ["[]", "{}", '{"os": "linux"}', '["a", "链接"]', "null", '{"fix": {"steps": []}}']
+    dsn, schema = pg_schema
+    with PgDatabase(dsn, schema=schema, max_size=1) as db, db.cursor() as cur:
+        cur.execute("SELECT v::jsonb, v::json FROM unnest(%s::text[]) v", (values,))
+        rows = cur.fetchall()
+    assert [r[0] for r in rows] == [r[1] for r in rows] == [json.loads(v) for v in values]
+    assert rows[0][0] is not rows[0][1]
