@@ -272,10 +272,9 @@ def rank(
     now: datetime | None = None,
 ) -> list[Hit]:
     moment = now or datetime.now(timezone.utc)
-    parts = prepare(store, query)
+    parts = prepare(store, query, by_keys=CANDIDATES_PER_SOURCE)
     excluded = set(exclude_hexes)
-    found = store.by_keys(parts.signatures, parts.symbols, CANDIDATES_PER_SOURCE)
-    exact = {h: None for h in found if h not in excluded}  # ordered: ties keep their order
+    exact = {h: None for h in parts.by_keys if h not in excluded}  # ordered: ties keep their order
     lexical_only = [
         h for h in store.by_terms(parts.rare_terms, TERM_CANDIDATES) if h not in excluded and h not in exact
     ]

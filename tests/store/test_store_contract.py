@@ -223,6 +223,11 @@ def test_signature_and_symbol_look_ups(store: Store, monkeypatch: pytest.MonkeyP
     # (Not a lone common key with limit 1: its sample's ties may come in either order.)
     for sigs, syms, limit in [(["s1", "s2"], ["sym_a", "sym_b"], 5), (["s1", "s2"], ["sym_b"], 1), ([], ["sym_b"], 5)]:
         assert store.by_keys(sigs, syms, limit) == [*store.by_signature(sigs, limit), *store.by_symbol(syms, limit)]
+        # With the terms' counts, as a search's first look-ups (one statement on PostgreSQL).
+        terms = ["both", "one", "nowhere"]
+        together = store.term_stats_and_keys(terms, sigs, syms, limit)
+        assert together == (store.term_stats(terms), store.by_keys(sigs, syms, limit))
+    assert store.term_stats_and_keys(["both"], [], [], 5) == (store.term_stats(["both"]), [])
     monkeypatch.setattr(store_base, "COMMON_KEY_RECORDS", 2000)
     found = store.by_keys(["s1", "s2"], ["sym_a"], 5)  # a record found by both comes twice, as ranking dedupes
     assert found[:2] == [both.hex, one.hex] and sorted(found[2:]) == sorted([both.hex, one.hex])

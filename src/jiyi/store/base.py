@@ -454,6 +454,12 @@ class Store(ABC):
     @abstractmethod
     def term_stats(self, terms: Iterable[str]) -> TermStats: ...
 
+    def term_stats_and_keys(
+        self, terms: Iterable[str], signatures: Iterable[str], symbols: Iterable[str], limit: int
+    ) -> tuple[TermStats, list[str]]:
+        """``term_stats`` and ``by_keys``, a search's first look-ups: a store may ask both at once."""
+        return self.term_stats(terms), self.by_keys(signatures, symbols, limit)
+
     @abstractmethod
     def by_terms(self, terms: list[str], limit: int) -> list[str]:
         """Hexes of records matching any of ``terms``, best full-text rank first."""

@@ -49,6 +49,20 @@ _TSV_LEXEME = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 _LAST_COLON = operator.methodcaller("rsplit", ":", 1)  # 'lexeme':positions -> [quoted lexeme, positions]
 
 
+# Documents per term of ``%(terms)s`` (the term "" counts the records): ``terms`` and the changes not
+# folded yet, in one statement, so one snapshot: a fold commits its delete and its add together.
+_TERM_COUNTS = (
+    "SELECT term, sum(docs)::bigint AS docs FROM (SELECT term, docs FROM terms WHERE team_id = %(team)s "
+    "AND term = ANY(%(terms)s) UNION ALL SELECT term, n FROM term_changes WHERE team_id = %(team)s "
+    "AND term = ANY(%(terms)s)) c GROUP BY term"
+)
+
+
+def _term_stats(asked: list[str], counted: Iterable[tuple[str, int]]) -> TermStats:
+    found = {str(t): int(d) for t, d in counted}
+    return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in asked})
+
+
 def _lookup_sql(
     table: str, column: str, keys: list[str], limit: int, *, only_rare: bool, team: int, tag: str
 ) -> tuple[str, dict[str, object]]:
@@ -154,9 +168,11 @@ class PgSearch:
             cur.execute(f"SELECT hex FROM ({sql}) found ORDER BY pos", params)
             return [r[0] for r in cur.fetchall()]
 
-    def by_keys(self, signatures: Iterable[str], symbols: Iterable[str], limit: int) -> list[str]:
-        # Both look-ups in one statement: a search's statements cost ~0.15 ms each here beyond
-        # PostgreSQL's own work (bench/team_scale.py --direct).
+    def _keys_sql(
+        self, signatures: Iterable[str], symbols: Iterable[str], limit: int
+    ) -> tuple[str, dict[str, object]] | None:
+        """``by_keys``' look-ups as one query of (part, hex, pos), ordered by part and pos; None
+        when there is no key to look up."""
         parts = [
             _lookup_sql(table, column, keys, limit, only_rare=only_rare, team=self.team, tag=tag)
             for table, column, keys, only_rare, tag in (
@@ -166,27 +182,47 @@ class PgSearch:
             if keys
         ]
         if not parts:
-            return []
+            return None
         union = " UNION ALL ".join(
             f"(SELECT {n} AS part, hex, pos FROM ({sql}) p{n})" for n, (sql, _) in enumerate(parts)
         )
-        params = {k: v for _, p in parts for k, v in p.items()}
+        return union, {k: v for _, p in parts for k, v in p.items()}
+
+    def by_keys(self, signatures: Iterable[str], symbols: Iterable[str], limit: int) -> list[str]:
+        # Both look-ups in one statement: a search's statements cost ~0.15 ms each here beyond
+        # PostgreSQL's own work (bench/team_scale.py --direct).
+        keys = self._keys_sql(signatures, symbols, limit)
+        if keys is None:
+            return []
         with self.reading() as cur:
-            cur.execute(f"SELECT hex FROM ({union}) found ORDER BY part, pos", params)
+            cur.execute(f"SELECT hex FROM ({keys[0]}) found ORDER BY part, pos", keys[1])
             return [r[0] for r in cur.fetchall()]
 
     def term_stats(self, terms: Iterable[str]) -> TermStats:
         keys = list(dict.fromkeys(terms))
         with self.reading() as cur:
-            # One statement, one snapshot: a fold commits its delete and its add together.
+            cur.execute(_TERM_COUNTS, {"team": self.team, "terms": ["", *keys]})
+            return _term_stats(keys, cur.fetchall())
+
+    def term_stats_and_keys(
+        self, terms: Iterable[str], signatures: Iterable[str], symbols: Iterable[str], limit: int
+    ) -> tuple[TermStats, list[str]]:
+        # One statement, rows of either kind told apart by their part (NULL for a term's count): one
+        # round trip less, 0.44 ms for the two where they took 0.61 one after the other (the first
+        # look-ups of the queries of bench/team_scale.py --records 100000 --direct, one connection).
+        keys = self._keys_sql(signatures, symbols, limit)
+        if keys is None:
+            return self.term_stats(terms), []
+        asked = list(dict.fromkeys(terms))
+        with self.reading() as cur:
             cur.execute(
-                "SELECT term, sum(docs) FROM (SELECT term, docs FROM terms WHERE team_id = %(team)s "
-                "AND term = ANY(%(terms)s) UNION ALL SELECT term, n FROM term_changes WHERE team_id = %(team)s "
-                "AND term = ANY(%(terms)s)) c GROUP BY term",
-                {"team": self.team, "terms": ["", *keys]},
+                f"SELECT NULL::int, NULL::bigint, term, docs FROM ({_TERM_COUNTS}) c "
+                f"UNION ALL SELECT part, pos, hex, NULL FROM ({keys[0]}) found",
+                {**keys[1], "team": self.team, "terms": ["", *asked]},
             )
-            found = {str(t): int(d) for t, d in cur.fetchall()}
-        return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in keys})
+            rows = cur.fetchall()
+        found = sorted((part, pos, hexid) for part, pos, hexid, _ in rows if part is not None)
+        return _term_stats(asked, [(t, n) for part, _, t, n in rows if part is None]), [h for _, _, h in found]
 
     def fold_terms(self) -> None:
         """Move the team's pending term changes into ``terms`` (what every write does before it
