@@ -275,15 +275,13 @@ def rank(
     parts = prepare(store, query, by_keys=CANDIDATES_PER_SOURCE)
     excluded = set(exclude_hexes)
     exact = {h: None for h in parts.by_keys if h not in excluded}  # ordered: ties keep their order
-    lexical_only = [
-        h for h in store.by_terms(parts.rare_terms, TERM_CANDIDATES) if h not in excluded and h not in exact
-    ]
     # Ranking reads these terms of a candidate's index and no other (lexical.evidence, near_match,
     # promising below), and its length.
     symbol_terms = {t for s in parts.symbols for t in lexical.terms(s)}
     forms = (f for held in parts.weights.forms.values() for f in held)
     read = {*parts.weights.terms, *forms, *(t for line in parts.near for t in line.tokens), *symbol_terms}
-    indexed = store.indexed([*exact, *lexical_only], read)
+    by_words, indexed = store.by_terms_indexed(parts.rare_terms, TERM_CANDIDATES, exact, read)
+    lexical_only = [h for h in by_words if h not in excluded and h not in exact]
     nothing = Indexed({}, {}, ())
     covers = {}
     candidates = [*exact, *lexical_only]

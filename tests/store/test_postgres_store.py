@@ -521,3 +521,20 @@ def test_records_written_before_their_keys_were_on_the_row_read_back_whole(pg_sc
         assert rows(new, "SELECT sigs, syms FROM records WHERE hex = %s", record.hex) == [tuple(map(list, keys))]
         again = store.get(record.hex)
         assert again is not None and (again.signatures, again.symbols) == keys
+
+
+def test_one_search_finds_by_words_and_reads_its_candidates_at_once(db: PgDatabase) -> None:
+    # PgStore.by_terms_indexed in one search: what by_terms then indexed give, in one statement.
+    store = TeamStore(db, db.create_team("t"))
+    records = [made(f"deflate {i}", what="ld: undefined symbol deflate " * i) for i in range(1, 5)]
+    other = made("the other one", what="some other failure")
+    for record in (*records, other):
+        store.write_record(record, first(record), derive(record))
+    exact = [other.hex, records[0].hex]
+    for terms, limit in [(["deflate"], 3), (["deflate", "undefined"], 10), (["nowhere"], 5), ([], 5)]:
+        with store.one_connection() as pinned:
+            found, indexed = pinned.by_terms_indexed(terms, limit, exact, ["deflate", "other"])
+            loaded = pinned.get_many([other.hex, *found])
+        assert found == store.by_terms(terms, limit)
+        assert indexed == store.indexed([*exact, *found], ["deflate", "other"])
+        assert [r.hex for r in loaded] == sorted({other.hex, *found})  # in hex order, as loaded alone

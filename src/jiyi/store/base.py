@@ -469,6 +469,14 @@ class Store(ABC):
         """The full-text terms each record was indexed with, by field, and its normalised key lines;
         with ``terms``, a store may give only those of them (ranking reads no other), the length whole."""
 
+    def by_terms_indexed(
+        self, terms: list[str], limit: int, hexids: Iterable[str], read: Iterable[str] | None = None
+    ) -> tuple[list[str], dict[str, Indexed]]:
+        """``by_terms``, and ``indexed`` of ``hexids`` and of the records found (a search's candidates):
+        a store may do both at once."""
+        found = self.by_terms(terms, limit)
+        return found, self.indexed([*hexids, *found], read)
+
     def indexed_terms(self, hexids: Iterable[str]) -> dict[str, set[str]]:
         """The full-text terms each record was indexed with, every field together."""
         return {h: {*i.title, *i.body} for h, i in self.indexed(hexids).items()}

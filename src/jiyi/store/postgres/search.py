@@ -63,6 +63,16 @@ def _term_stats(asked: list[str], counted: Iterable[tuple[str, int]]) -> TermSta
     return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in asked})
 
 
+# A full-text look-up's matches (hex, rid, score), best first: ranked among at most base.TERM_SCAN, as
+# each costs a heap read of its vector, and a term on 61 000 of 1 000 000 records took 370 ms to rank
+# in full (bench/team_scale.py). Parameters: ``PgSearch.matches``.
+MATCHES = (
+    "SELECT hex, rid, ts_rank(%(weights)s::real[], tsv, %(query)s::tsquery, 1) AS score FROM (SELECT hex, rid, tsv "
+    "FROM records WHERE team_id = %(team)s AND tsv @@ %(query)s::tsquery LIMIT %(scan)s) m "
+    "ORDER BY score DESC, rid DESC LIMIT %(limit)s"
+)
+
+
 def _lookup_sql(
     table: str, column: str, keys: list[str], limit: int, *, only_rare: bool, team: int, tag: str
 ) -> tuple[str, dict[str, object]]:
@@ -269,18 +279,19 @@ class PgSearch:
             finally:
                 conn.autocommit = False
 
-    def by_terms(self, terms: list[str], limit: int) -> list[str]:
+    def matches(self, terms: list[str], limit: int) -> dict[str, object] | None:
+        """``MATCHES``' parameters for ``terms``; None when no term can match."""
         query = tsquery_text(terms)
         if not query:
+            return None
+        return {"team": self.team, "query": query, "scan": base.TERM_SCAN, "weights": _RANK_WEIGHTS, "limit": limit}
+
+    def by_terms(self, terms: list[str], limit: int) -> list[str]:
+        params = self.matches(terms, limit)
+        if params is None:
             return []
         with self.reading() as cur:
-            # Ranked among at most base.TERM_SCAN matches: each costs a heap read of its vector, and a
-            # term on 61 000 of 1 000 000 records took 370 ms to rank in full (bench/team_scale.py).
-            cur.execute(
-                "SELECT hex FROM (SELECT hex, rid, tsv FROM records WHERE team_id = %s AND tsv @@ %s::tsquery "
-                "LIMIT %s) m ORDER BY ts_rank(%s::real[], tsv, %s::tsquery, 1) DESC, rid DESC LIMIT %s",
-                (self.team, query, base.TERM_SCAN, _RANK_WEIGHTS, query, limit),
-            )
+            cur.execute(f"SELECT hex FROM ({MATCHES}) m ORDER BY score DESC, rid DESC", params)
             return [r[0] for r in cur.fetchall()]
 
     def indexed(self, hexids: Iterable[str], terms: Iterable[str] | None = None) -> dict[str, Indexed]:
