@@ -51,3 +51,17 @@ def test_a_vector_with_an_entry_of_no_positions_is_still_read() -> None:
     assert some.title == {"deflate": 1, "it's": 1}
     assert some.body == {"deflate": 1, "inflate": 1, "it's": 1}
     assert _some_fields("", [], _asked(["deflate"])).length == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'a b':1 'deflate':2A",  # a lexeme holding a space
+        "'x'':y':1,2 'deflate':3A 'z'",  # one holding a quote and a colon, one without positions
+        "'deflate':1A 'it''s'",  # the last without positions
+    ],
+)
+def test_a_vector_that_does_not_cut_into_entries_is_read_lexeme_by_lexeme(text: str) -> None:
+    whole = _fields(text, [])
+    some = _some_fields(text, [], _asked(["deflate", "x':y", "a b", "it's", "z"]))
+    assert (some.title, some.body) == (whole.title, whole.body)
