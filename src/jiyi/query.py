@@ -97,7 +97,8 @@ def prepare(store: Store, query: Query, *, by_keys: int = 0) -> Prepared:
     signatures = list(dict.fromkeys(s for a in analyses for s in a.signatures))
     symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
     text = query.lexical_text()
-    terms = lexical.unique_terms(text)
+    sequence = lexical.terms(text)  # in order, with repeats: its word pairs (shapes.WordPairs)
+    terms = list(dict.fromkeys(sequence))
     if SPLIT_MIXED and not text.isascii():
         # Chinese text names software in English words glued to versions and to each other
         # (`cuda11.0`, `AndroidStudio`); the records spell them apart: so do the query's words too.
@@ -190,7 +191,7 @@ def prepare(store: Store, query: Query, *, by_keys: int = 0) -> Prepared:
         for n, s in zip(a.normalized, a.signatures, strict=True)
     }
     glossed_words = {w: g for w, (_, g) in glossed.items()}
-    pairs = shapes.WordPairs.of(lexical.terms(text), weights.weights)
+    pairs = shapes.WordPairs.of(sequence, weights.weights)
     return Prepared(
         signatures, symbols, terms, weights, rare, worth, near, signature_worth, glossed_words, pairs, found
     )
