@@ -397,3 +397,58 @@ def test_fuzz_in_memory_each_request_gets_exactly_one_answer(lines: list[bytes])
 @given(lines=_requests())
 def test_fuzz_over_stdio_each_request_gets_exactly_one_answer(stdio: Stdio, lines: list[bytes]) -> None:
     check_fuzz(lines, stdio.exchange(lines))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_requests_written_before_stdin_ends_are_all_answered(tmp_path: Path) -> None:
+    # A client that writes its requests and closes stdin (`printf '…' | jiyi mcp`): the SDK cancels
+    # calls still running at end of input, and the tool calls got no answer (wire.Guarded).
+    env = {**os.environ, "JIYI_HOME": str(tmp_path / "home"), "JIYI_SESSION_ID": "piped", "JIYI_LOCALE": "en"}
+    env["PYTHONPATH"] = str(Path(jiyi.__file__).resolve().parents[1])
+    lines = [line(INIT), line(INITIALIZED), line(call(5, "memory_note", ZLIB))]
+    lines.append(line(call(6, "memory_search", {"query": "zlib deflate"})))
+    done = subprocess.run(
+        [sys.executable, "-m", "jiyi", "mcp"],
+        input=b"".join(lines),
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=90,
+        check=True,
+    )
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers, key=str) == [5, 6, "init"]
+    saved, searched = tool_text(answers[5]), tool_text(answers[6])
+    assert not saved[0] and saved[1].startswith("saved lr_")
+    assert searched == (False, "no matching memory")  # the session's own note is not its answer
+
+
+def test_end_of_input_waits_only_for_requests_neither_answered_nor_cancelled() -> None:
+    async def no_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        raise AssertionError("no line here is unreadable")
+
+    def parsed(message: dict[str, Any]) -> SessionMessage:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
+
+    async def main() -> float:
+        to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](10)
+        server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](10)
+        async with to_server, server_reads, server_writes, from_server:
+            guarded = Guarded(server_reads, server_writes, no_tool)
+            for message in (call(1, "memory_search", {}), call(2, "memory_search", {}), call(3, "x", {})):
+                await to_server.send(parsed(message))
+                await guarded.__anext__()
+            # "2" is request 2, as the SDK correlates ids (mcp.shared.dispatcher.coerce_request_id).
+            cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "2"}}
+            await to_server.send(parsed(cancelled))
+            await guarded.__anext__()
+            await guarded.writer.send(parsed({"jsonrpc": "2.0", "id": 1, "result": {}}))
+            await guarded.writer.send(parsed({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "x"}}))
+            await to_server.aclose()
+            started = anyio.current_time()
+            with pytest.raises(StopAsyncIteration):
+                await guarded.__anext__()
+            return anyio.current_time() - started
+
+    assert anyio.run(main) < 1  # nothing left open: no wait for the 30 s a lost answer would cost

@@ -277,6 +277,6 @@ def serve() -> None:
         with screened_stdin() as stdin:
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):
                 guarded = Guarded(read_stream, write_stream, server.call_tool)
-                await server.run(guarded, write_stream, server.create_initialization_options())
+                await server.run(guarded, guarded.writer, server.create_initialization_options())
 
     anyio.run(main)

@@ -25,6 +25,12 @@ reads it as a notification, which no one answers, and the parsed message no long
 id. So the server's stdin is read through ``stdin.Screened``, which sees each raw line before the
 SDK parses it and hands it ``screen(line)``: such a request becomes ``NO_ID``, a line the SDK cannot
 read, answered as above with "Invalid Request" and id null (JSON-RPC 2.0 §5).
+
+End of input is the last thing ``Guarded`` passes on, after the answers to the requests read
+before it: the SDK's dispatcher cancels the calls still running when its read stream ends
+(``jsonrpc_dispatcher.run``), so a client that writes its requests and closes stdin
+(`printf '…' | jiyi mcp`) got the answer to ``initialize`` and nothing for a tool call sent with it.
+``Guarded.writer`` is the write stream the server is given, seeing which requests are answered.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_REQUEST,
@@ -45,6 +52,8 @@ from mcp_types import (
     ErrorData,
     JSONRPCError,
     JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
     JSONRPCResponse,
 )
 
@@ -53,6 +62,9 @@ log = logging.getLogger("jiyi.mcp")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]
+# How long end of input waits for the answers to the requests read before it; a call that runs
+# longer is cut short at end of input, as the SDK alone would cut it at once.
+DRAIN_SECONDS = 30.0
 
 
 def _usable_id(value: Any) -> str | int | None:
@@ -140,6 +152,33 @@ class Guarded:
         self._read = read_stream
         self._write = write_stream
         self._call_tool = call_tool
+        self._open: set[str | int] = set()  # requests passed to the server, not answered yet
+        self._answered = anyio.Event()  # set at each answer to one of them
+        self.writer = Answers(write_stream, self)
+
+    def _passed(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, JSONRPCRequest):
+            self._open.add(coerce_request_id(message.id))
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            # A cancelled request gets no answer (the MCP cancellation rules): nothing to wait for.
+            request_id = (message.params or {}).get("requestId")
+            if isinstance(request_id, (str, int)):
+                self._open.discard(coerce_request_id(request_id))
+
+    def _sent(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, (JSONRPCResponse, JSONRPCError)) and message.id is not None:
+            self._open.discard(coerce_request_id(message.id))
+            self._answered.set()
+
+    async def _drain(self) -> None:
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self._open:
+                self._answered = anyio.Event()
+                await self._answered.wait()
+        if self._open:
+            log.warning("end of input: %d request(s) unanswered after %.0f s", len(self._open), DRAIN_SECONDS)
 
     @property
     def last_context(self) -> Any:  # the SDK reads the sender's context here when there is one
@@ -149,6 +188,7 @@ class Guarded:
         while True:
             item = await self._read.receive()
             if not isinstance(item, Exception):
+                self._passed(item)
                 return item  # type: ignore[no-any-return]
             try:
                 reply = await answer(item, self._call_tool)
@@ -169,6 +209,7 @@ class Guarded:
         try:
             return await self.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
+            await self._drain()
             raise StopAsyncIteration from None
 
     async def __aenter__(self) -> Guarded:
@@ -179,3 +220,27 @@ class Guarded:
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
     ) -> bool | None:
         return await self._read.__aexit__(exc_type, exc_val, exc_tb)  # type: ignore[no-any-return]
+
+
+class Answers:
+    """The server's write stream, telling ``Guarded`` which of its requests are answered."""
+
+    def __init__(self, write_stream: Any, guarded: Guarded) -> None:
+        self._write = write_stream
+        self._guarded = guarded
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._write.send(item)
+        self._guarded._sent(item)
+
+    async def aclose(self) -> None:
+        await self._write.aclose()
+
+    async def __aenter__(self) -> Answers:
+        await self._write.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        return await self._write.__aexit__(exc_type, exc_val, exc_tb)  # type: ignore[no-any-return]
