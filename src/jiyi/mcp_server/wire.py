@@ -40,7 +40,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.shared.dispatcher import coerce_request_id
@@ -56,6 +56,9 @@ from mcp_types import (
     JSONRPCRequest,
     JSONRPCResponse,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log = logging.getLogger("jiyi.mcp")
 
@@ -145,11 +148,30 @@ async def answer(exc: Exception, call_tool: CallTool) -> JSONRPCMessage | None:
     return _error(INVALID_REQUEST, "Invalid Request", request_id)
 
 
-class Guarded:
+class _Wrapper:
+    """A stream of the SDK's, closed and entered through this wrapper as through the stream itself."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        return await self._stream.__aexit__(exc_type, exc_val, exc_tb)  # type: ignore[no-any-return]
+
+
+class Guarded(_Wrapper):
     """The server's read stream with every unreadable line answered on ``write_stream``."""
 
     def __init__(self, read_stream: Any, write_stream: Any, call_tool: CallTool) -> None:
-        self._read = read_stream
+        super().__init__(read_stream)
         self._write = write_stream
         self._call_tool = call_tool
         self._open: set[str | int] = set()  # requests passed to the server, not answered yet
@@ -182,11 +204,11 @@ class Guarded:
 
     @property
     def last_context(self) -> Any:  # the SDK reads the sender's context here when there is one
-        return getattr(self._read, "last_context", None)
+        return getattr(self._stream, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
         while True:
-            item = await self._read.receive()
+            item = await self._stream.receive()
             if not isinstance(item, Exception):
                 self._passed(item)
                 return item  # type: ignore[no-any-return]
@@ -199,9 +221,6 @@ class Guarded:
             if reply is not None:
                 await self._write.send(SessionMessage(reply))
 
-    async def aclose(self) -> None:
-        await self._read.aclose()
-
     def __aiter__(self) -> Guarded:
         return self
 
@@ -212,35 +231,14 @@ class Guarded:
             await self._drain()
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> Guarded:
-        await self._read.__aenter__()
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        return await self._read.__aexit__(exc_type, exc_val, exc_tb)  # type: ignore[no-any-return]
-
-
-class Answers:
+class Answers(_Wrapper):
     """The server's write stream, telling ``Guarded`` which of its requests are answered."""
 
     def __init__(self, write_stream: Any, guarded: Guarded) -> None:
-        self._write = write_stream
+        super().__init__(write_stream)
         self._guarded = guarded
 
     async def send(self, item: SessionMessage) -> None:
-        await self._write.send(item)
+        await self._stream.send(item)
         self._guarded._sent(item)
-
-    async def aclose(self) -> None:
-        await self._write.aclose()
-
-    async def __aenter__(self) -> Answers:
-        await self._write.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        return await self._write.__aexit__(exc_type, exc_val, exc_tb)  # type: ignore[no-any-return]
