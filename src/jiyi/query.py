@@ -86,13 +86,13 @@ class Prepared:
     signature_worth: dict[str, float] = field(default_factory=dict)  # an exact match's strength (shapes.line_worth)
     glossed: dict[str, str] = field(default_factory=dict)  # an English word -> the query's Chinese word
     pairs: shapes.WordPairs = field(default_factory=lambda: shapes.WordPairs({}, 0.0))  # its adjacent words
-    # Records holding its signatures or symbols, those sharing most first (Store.by_keys), when asked.
+    # Records holding its signatures or symbols, those sharing most first (Store.by_keys).
     by_keys: list[str] = field(default_factory=list)
 
 
-def prepare(store: Store, query: Query, *, by_keys: int = 0) -> Prepared:
-    """What ranking reads of ``query``; with ``by_keys``, also the records holding its keys, up to
-    that many per kind of key, looked up with its terms' counts (``Store.term_stats_and_keys``)."""
+def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
+    """What ranking reads of ``query``, and the records holding its keys, up to ``by_keys`` per kind
+    of key, looked up with its terms' counts (``Store.term_stats_and_keys``)."""
     analyses = query.analyses()
     signatures = list(dict.fromkeys(s for a in analyses for s in a.signatures))
     symbols = list(dict.fromkeys(s for a in analyses for s in a.symbols))
@@ -137,10 +137,7 @@ def prepare(store: Store, query: Query, *, by_keys: int = 0) -> Prepared:
         *(w for words in spelled.values() for w in words),
         *(f for made in inflected.values() for f in made),
     ]
-    if by_keys:
-        stats, found = store.term_stats_and_keys(counted, signatures, symbols, by_keys)
-    else:
-        stats, found = store.term_stats(counted), []
+    stats, found = store.term_stats_and_keys(counted, signatures, symbols, by_keys)
     glossed = {w: g for w, g in glosses.items() if stats.doc_counts.get(w, 0) > 0}
     counts = store.symbol_counts(symbols, stats.total) if symbols else {}
     worth = {s: shapes.symbol_worth(s, counts.get(s, 0), stats.total) for s in symbols}
