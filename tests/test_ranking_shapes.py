@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from jiyi import query as query_module
 from jiyi import shapes
 from jiyi.analysis import glossary, lexical, signature_rules
 from jiyi.analysis.signature import analyze, quoted_lines, record_symbols
@@ -762,3 +763,52 @@ def test_a_querys_word_pairs_leave_out_words_it_weighs_at_nothing_and_generic_pa
     held = ["version", "solving", "failed", "build"]
     assert shapes.phrase_share(pairs, record, held) == pytest.approx((3.0 + 1.5) / 7.0)
     assert shapes.phrase_share(pairs, record, ["version", "solving"]) == pytest.approx(3.0 / 7.0)
+
+
+def test_a_chinese_questions_filler_weighs_its_rarity_among_chinese_records(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store of mostly English records, and a few Chinese notes asking how to fix other installs:
+    # `请问` (may I ask), `如何处理` (how to deal with it) and `安装` (install) are on every one of them.
+    for n in range(40):
+        put(store, made(f"Link library{n} with -l{n}", what=f"ld: undefined symbol widget_{n}_init"))
+    for tool in ("npm", "conda", "brew", "docker", "maven"):
+        put(
+            store,
+            made(
+                f"请问{tool}安装失败如何处理",
+                what=f"请问 {tool} 安装一直失败，如何处理？换了几个源也不行",
+                learned=f"换用官方源后重新安装 {tool}",
+                signatures=(),
+                symbols=(),
+            ),
+        )
+    answer = put(
+        store,
+        made(
+            "pip install pyaudio fails: portaudio.h: No such file or directory",
+            what="src/pyaudio/device_api.c:9:10: fatal error: portaudio.h: No such file or directory",
+            learned="install the PortAudio headers first: apt install portaudio19-dev",
+            signatures=(),
+            symbols=(),
+        ),
+    )
+    question = "安装pyaudio失败，换了几个源也都无法安装，请问如何处理"
+    monkeypatch.setattr(query_module, "BIGRAM_POPULATION_MIN", 0)  # the store is small: its five notes count
+    assert searched(store, question)[0].record.hex == answer.hex
+    # Rare as a package's name in the whole store, the filler outweighed `pyaudio` and put a note first.
+    monkeypatch.setattr(query_module, "_bigram_idf", lambda terms, doc_counts, total: {})
+    assert searched(store, question)[0].record.hex != answer.hex
+
+
+def test_a_bigrams_rarity_is_taken_among_at_least_a_hundred_records_and_all_that_hold_it() -> None:
+    idf_of = query_module._bigram_idf
+    counts = {"问题": 30, "解密": 1, lexical.BIGRAM_TEXT: 60}
+    got = idf_of(["问题", "解密", "pyaudio", "未见"], counts, 10_000)
+    assert got == {"问题": lexical.idf(30, 100), "解密": lexical.idf(1, 100)}  # 60 marked, counted as 100
+    counts[lexical.BIGRAM_TEXT] = 500
+    assert idf_of(["问题"], counts, 10_000) == {"问题": lexical.idf(30, 500)}
+    # A store of fewer than a hundred records: all of them.
+    assert idf_of(["问题"], {"问题": 30, lexical.BIGRAM_TEXT: 35}, 40) == {"问题": lexical.idf(30, 40)}
+    # A store indexed before the mark: as many as hold the query's commonest bigram, at least.
+    assert idf_of(["问题"], {"问题": 300}, 10_000) == {"问题": lexical.idf(300, 300)}

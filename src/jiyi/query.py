@@ -20,12 +20,22 @@ RARE_TERMS = 8
 SPLIT_MIXED = True
 _GLUED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])", re.ASCII)
 # The words of a query's compound identifiers (`ErrorIncompatibleDriver` -> incompatible, driver) weigh
-# this share of their IDF, as a CJK bigram does (lexical.BIGRAM_WEIGHT); a record's are indexed beside
-# its identifiers (lexical.VERSION 4). Tune split (below c1800): recurring top-1 2 624 -> 2 626 of
+# this share of their IDF, as a CJK bigram weighs a share of its own (lexical.BIGRAM_WEIGHT); a record's
+# are indexed beside its identifiers (lexical.VERSION 4). Tune split (below c1800): recurring top-1 2 624 -> 2 626 of
 # 2 734, look-alike confusions 58 -> 60, natural-language 1 307 -> 1 320 of 1 597, zh/mixed 230 -> 232
 # of 285; at the full weight 2 624, 60, 1 314, 233; indexed but not queried 2 625, 55, 1 309, 231.
 IDENTIFIER_WORD_WEIGHT = 0.5
 RARE_BIGRAMS = 4  # of them at most this many CJK bigrams when the query has other words too
+# A CJK bigram's rarity is taken among the records that hold such text (lexical.BIGRAM_TEXT), not the
+# whole store: in a store of mostly English records every Chinese word (`问题`, `请问`, `安装`) was as
+# rare as a package's name, and a question's filler outweighed the one English word naming its error
+# (`安装pyaudio失败，请问如何处理`). A store whose records are mostly Chinese keeps its weights. Tune split
+# (below c20500; 111 of 6 529 records hold Chinese), at the bigram weight before (0.5):
+# zh/mixed top-1 1 145 -> 1 166 of 1 497, recurring 6 728 -> 6 724 of 7 341; at 0.7
+# (lexical.BIGRAM_WEIGHT) 1 159 and 6 728. The population counts at least this many records (or the
+# whole store when smaller): among a handful of Chinese notes every word is on "one record" of few,
+# and a store indexed before lexical.VERSION 5 marks none. Not tuned: the bench holds more.
+BIGRAM_POPULATION_MIN = 100
 # Past its rarest term, the candidate query takes a term only while the postings it reads stay under
 # this bound (BM25 costs ~3 µs a posting, a document-size look-up each): a term in a third of the
 # store (`error`, `import`) would cost ~30 ms at 100 000 records and names no particular record.
@@ -90,6 +100,17 @@ class Prepared:
     by_keys: list[str] = field(default_factory=list)
 
 
+def _bigram_idf(terms: list[str], doc_counts: dict[str, int], total: int) -> dict[str, float]:
+    """The IDF of the bigrams of ``terms`` that the store holds, among the records holding text cut into
+    bigrams (BIGRAM_POPULATION_MIN): at least as many as hold any one of them."""
+    counts = {t: n for t in terms if lexical.is_bigram(t) and (n := doc_counts.get(t, 0)) > 0}
+    if not counts:
+        return {}
+    marked = doc_counts.get(lexical.BIGRAM_TEXT, 0)
+    population = max(marked, min(total, BIGRAM_POPULATION_MIN), *counts.values())
+    return {t: lexical.idf(n, population) for t, n in counts.items()}
+
+
 def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
     """What ranking reads of ``query``, and the records holding its keys, up to ``by_keys`` per kind
     of key, looked up with its terms' counts (``Store.term_stats_and_keys``)."""
@@ -130,7 +151,9 @@ def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
         skipped = t in lexical.FUNCTION_WORDS or t in lexical.GENERIC
         if not skipped and (made := [f for f in inflection.forms(t) if f not in said]):
             inflected[t] = made
+    asks_bigrams = any(map(lexical.is_bigram, terms))
     counted = [
+        *([lexical.BIGRAM_TEXT] if asks_bigrams else []),
         *terms,
         *glosses,
         *pieces,
@@ -146,6 +169,8 @@ def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
         worth[s] = 0.0 if all(w in lexical.GENERIC for w in words) else min(worth[s], rarest)
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
+    if asks_bigrams:
+        idf.update(_bigram_idf(terms, stats.doc_counts, stats.total))
     # A gloss weighs its word's share of its Chinese word (glossary.english), counts when a record
     # holds it and is not needed for a full match; nor does it find candidates: the rarest of an
     # ambiguous word's senses (`代理` → behalf) would take the places of the query's own words

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jiyi
+from jiyi.analysis import lexical
 from jiyi.analysis.indexing import lexical_index
 
 from ..helpers import note
@@ -32,6 +33,15 @@ def test_text_without_a_mangled_name_is_indexed_once() -> None:
     title, body = lexical_index("Link zlib", "ld: undefined symbol deflate", "why", "where", "learned")
     # The key error line is indexed with the title (lexical.VERSION 3), and the body as it was.
     assert (title, body) == ("link zlib ld undefined symbol deflate", "ld undefined symbol deflate why where learned")
+
+
+def test_a_record_holding_text_cut_into_bigrams_says_so_and_no_query_can_ask_for_it() -> None:
+    # lexical.VERSION 5: the records holding such text are the population of a bigram's rarity (query.py).
+    for title, what in (("安装失败", "error"), ("pip", "ошибка: 安装失败"), ("ไม่พบไฟล์", "-")):
+        assert lexical_index(title, what, "-", "-", "-")[1].split()[-1] == lexical.BIGRAM_TEXT
+    for title, what in (("Link zlib", "ld: undefined symbol deflate"), ("café", "ошибка: файл не найден")):
+        assert lexical.BIGRAM_TEXT not in " ".join(lexical_index(title, what, "-", "-", "-")).split()
+    assert lexical.BIGRAM_TEXT not in lexical.terms(f"{lexical.BIGRAM_TEXT} {lexical.BIGRAM_TEXT.upper()} 安装")
 
 
 def _lexical(memory: jiyi.Memory, query: str) -> tuple[list[str], set[str]]:

@@ -57,7 +57,13 @@ def lexical_index(
         readable = in_text(what)
         if readable != what:
             body += "\n" + readable
-    return lexical.index_text("\n".join((title, *key_lines))), lexical.index_text(body)
+    index_title = lexical.index_text("\n".join((title, *key_lines)))
+    index_body = lexical.index_text(body)
+    if not (index_title.isascii() and index_body.isascii()) and any(
+        lexical.is_bigram(t) for t in (*index_title.split(), *index_body.split())
+    ):
+        index_body += " " + lexical.BIGRAM_TEXT  # lexical.VERSION 5: the population of a bigram's rarity
+    return index_title, index_body
 
 
 def derive(record: Record) -> Derived:

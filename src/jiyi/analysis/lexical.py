@@ -35,8 +35,9 @@ from .inflection import INFLECTION_WEIGHT
 # The definition of the terms below; stored with the index (see reindex.py). 1: ASCII words and CJK
 # bigrams only; 2: every script's words, accents folded, Thai/Lao/Myanmar/Khmer bigrams; 3: a record's
 # key error lines indexed with its title, stack frames out of its body (indexing.lexical_index); 4: the
-# words of compound identifiers indexed beside them (identifier_words).
-VERSION = 4
+# words of compound identifiers indexed beside them (identifier_words); 5: a record holding text cut
+# into bigrams says so (BIGRAM_TEXT).
+VERSION = 5
 
 # Kana (without their punctuation `・` `゠`), bopomofo, CJK ideographs (extension A, the BMP block,
 # compatibility, extensions B and later), Hangul syllables: kept as written (NFKC composed them).
@@ -282,8 +283,6 @@ class QueryWeights:
         # nothing, and at the mean weight it would push a Chinese query under LEXICAL_FLOOR.
         weights = {t: 0.0 if t in FUNCTION_WORDS else idf_of.get(t) or (mean if t.isascii() else 0.0) for t in ordered}
         if not all(t.isascii() for t in ordered):
-            # Overlapping bigrams count each character twice, and a store of mostly English records
-            # gives any Chinese bigram (`问题`, `这个`) the weight of a rare word.
             weights = {t: w * BIGRAM_WEIGHT if is_bigram(t) else w for t, w in weights.items()}
         # Optional terms (a Chinese word's English glosses) count when a record holds them, and are
         # no part of a full match: a record lacking one is not the weaker for it.
@@ -294,8 +293,16 @@ class QueryWeights:
         return cls(ordered, weights, sum(weights.values()), full, body)
 
 
-# A term cut from a CJK (or Thai, …) run, as a share of its IDF: see QueryWeights.of.
-BIGRAM_WEIGHT = 0.5
+# A term cut from a CJK (or Thai, …) run, as a share of its IDF: overlapping bigrams count each
+# character twice (QueryWeights.of). Its IDF is its rarity among the records that hold such text
+# (query.py, BIGRAM_TEXT): at 0.5, the weight it had when that IDF was the whole store's, tune split
+# (below c20500) zh/mixed top-1 1 145 -> 1 166 of 1 497 but recurring 6 728 -> 6 724 of 7 341 and
+# confusions 341 -> 345; at 0.7: 1 159, 6 728, 342; at 1.0: 1 153, 6 729, 341; at 0.35: 1 167, 6 724.
+BIGRAM_WEIGHT = 0.7
+# The term a record's index holds besides its own when its text holds any run cut into bigrams
+# (indexing.lexical_index): how many records hold one is the population a bigram's rarity is taken
+# in. ``terms`` strips a leading `_`, so no text, indexed or asked, ever yields it as a word.
+BIGRAM_TEXT = "_bigrams"
 
 # Field weights and saturation of ``strength`` (docs/spec.md §4, tuned on the benchmark's tune split).
 # A term in the title or a key error line counts 1; in the body BODY_WEIGHT; repeats saturate as in
