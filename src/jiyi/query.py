@@ -20,10 +20,11 @@ RARE_TERMS = 8
 SPLIT_MIXED = True
 _GLUED = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])", re.ASCII)
 # The words of a query's compound identifiers (`ErrorIncompatibleDriver` -> incompatible, driver) weigh
-# this share of their IDF, as a CJK bigram weighs a share of its own (lexical.BIGRAM_WEIGHT); a record's
-# are indexed beside its identifiers (lexical.VERSION 4). Tune split (below c1800): recurring top-1 2 624 -> 2 626 of
-# 2 734, look-alike confusions 58 -> 60, natural-language 1 307 -> 1 320 of 1 597, zh/mixed 230 -> 232
-# of 285; at the full weight 2 624, 60, 1 314, 233; indexed but not queried 2 625, 55, 1 309, 231.
+# this share of their IDF, as a CJK bigram weighs a share of its own (lexical.BIGRAM_WEIGHT); a
+# record's are indexed beside its identifiers (lexical.VERSION 4). Tune split (below c1800): recurring
+# top-1 2 624 -> 2 626 of 2 734, look-alike confusions 58 -> 60, natural-language 1 307 -> 1 320 of
+# 1 597, zh/mixed 230 -> 232 of 285; at the full weight 2 624, 60, 1 314, 233; indexed but not
+# queried 2 625, 55, 1 309, 231.
 IDENTIFIER_WORD_WEIGHT = 0.5
 RARE_BIGRAMS = 4  # of them at most this many CJK bigrams when the query has other words too
 # A CJK bigram's rarity is taken among the records that hold such text (lexical.BIGRAM_TEXT), not the
