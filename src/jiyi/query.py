@@ -132,8 +132,10 @@ def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
     pieces = pieces[: MAX_QUERY_TERMS - len(terms)]
     # English words for the query's Chinese words (analysis.glossary), kept only where the store
     # holds them: a Chinese question about an English error otherwise shares nothing with its record.
+    # (Its bigrams also take their rarity among the records holding such text: _bigram_idf.)
+    bigrams = [t for t in terms if lexical.is_bigram(t)] if not text.isascii() else []
     glosses = {}
-    if not text.isascii() and (bigrams := [t for t in terms if lexical.is_bigram(t)]):
+    if bigrams:
         from .analysis import glossary
 
         glosses = {w: g for w, g in glossary.english(bigrams).items() if w not in terms}
@@ -152,9 +154,8 @@ def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
         skipped = t in lexical.FUNCTION_WORDS or t in lexical.GENERIC
         if not skipped and (made := [f for f in inflection.forms(t) if f not in said]):
             inflected[t] = made
-    asks_bigrams = any(map(lexical.is_bigram, terms))
     counted = [
-        *([lexical.BIGRAM_TEXT] if asks_bigrams else []),
+        *([lexical.BIGRAM_TEXT] if bigrams else []),
         *terms,
         *glosses,
         *pieces,
@@ -170,8 +171,8 @@ def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
         worth[s] = 0.0 if all(w in lexical.GENERIC for w in words) else min(worth[s], rarest)
     # IDF 0 marks a term the store has never indexed (see lexical.QueryWeights).
     idf = {t: lexical.idf(stats.doc_counts[t], stats.total) if stats.doc_counts.get(t) else 0.0 for t in terms}
-    if asks_bigrams:
-        idf.update(_bigram_idf(terms, stats.doc_counts, stats.total))
+    if bigrams:
+        idf.update(_bigram_idf(bigrams, stats.doc_counts, stats.total))
     # A gloss weighs its word's share of its Chinese word (glossary.english), counts when a record
     # holds it and is not needed for a full match; nor does it find candidates: the rarest of an
     # ambiguous word's senses (`代理` → behalf) would take the places of the query's own words
