@@ -256,9 +256,7 @@ def test_past_the_lexical_cap_more_of_the_query_still_decides_between_look_alike
     order, first, second = ranked()
     assert order == [css.hex, js.hex]
     assert first == 1.0 and 0.5 < second < 1.0
-    # Both capped, and no share among the leaders either: only the tie-break tells them apart.
-    monkeypatch.setattr(shapes, "LEXICAL_SHARE_POWER", 0)
-    monkeypatch.setattr(shapes, "DISTINCT_SHARE_POWER", 0)
+    monkeypatch.setattr(shapes, "LEXICAL_SHARE_POWER", 0)  # both capped: only the tie-break tells them apart
     assert ranked() == ([css.hex, js.hex], 1.0, 1.0)
 
 
@@ -752,7 +750,6 @@ def test_a_record_saying_the_querys_words_in_its_order_holds_its_message(
     hits = searched(store, HUGO_LOG)
     assert [h.record.hex for h in hits[:2]] == [old_binary, removed_template]
     monkeypatch.setattr(shapes, "PHRASE_WEIGHT", 0.0)
-    monkeypatch.setattr(shapes, "DISTINCT_SHARE_POWER", 0)  # its words the other lacks would decide too
     assert searched(store, HUGO_LOG)[0].record.hex == removed_template
 
 
@@ -815,58 +812,3 @@ def test_a_bigrams_rarity_is_taken_among_at_least_a_hundred_records_and_all_that
     assert idf_of(["问题"], {"问题": 30, lexical.BIGRAM_TEXT: 35}, 40) == {"问题": lexical.idf(30, 40)}
     # A store indexed before the mark: as many as hold the query's commonest bigram, at least.
     assert idf_of(["问题"], {"问题": 300}, 10_000) == {"问题": lexical.idf(300, 300)}
-
-
-def test_among_the_leaders_a_word_all_of_them_hold_tells_them_apart_least() -> None:
-    weights = {"handler": 2.0, "protocol": 2.0, "websocket": 3.0, "ws": 3.0, "http": 1.0}
-    common = {"handler", "protocol"}
-    ws, http, bare = common | {"websocket", "ws"}, common | {"http"}, set(common)
-    shares = shapes.distinct_shares([ws, http, bare], weights)
-    # Shared by all three, the message's words count a third; `websocket` and `ws` in full.
-    assert shares[0] == 1.0
-    assert shares[1] == pytest.approx((4 / 3 + 1) / (4 / 3 + 6))
-    assert shares[2] == pytest.approx((4 / 3) / (4 / 3 + 6))
-    assert shapes.distinct_shares([ws], weights) == [1.0]
-    assert shapes.distinct_shares([common, common], weights) == [1.0, 1.0]
-
-
-def test_of_look_alikes_the_words_only_one_holds_keep_its_lexical_strength_and_the_shared_ones_count_little(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Apache's AH01144 for a WebSocket URL and for a plain one: both hold the message, one names the
-    # scheme the question is about (shapes.distinct_shares). The shown strength is the one ranked.
-    message = "AH01144: No protocol handler was valid for the URL"
-    ws = put(
-        store,
-        made(
-            f"Apache \"{message} /socket.io/ (scheme 'ws')\": WebSocket proxying needs mod_proxy_wstunnel",
-            what=f"[proxy:warn] {message} /socket.io/ (scheme 'ws').",
-            learned="LoadModule proxy_wstunnel_module",
-            signatures=(),
-            symbols=(),
-        ),
-    )
-    http = put(
-        store,
-        made(
-            f"Apache \"{message} / (scheme 'http')\": load mod_proxy_http",
-            what=f"[proxy:warn] {message} / (scheme 'http'). If you are using a DSO version of mod_proxy, make sure "
-            "the proxy submodules are included in the configuration using LoadModule.",
-            learned="LoadModule proxy_http_module",
-            signatures=(),
-            symbols=(),
-        ),
-    )
-    text = f'httpd as a reverse proxy for websocket: opening ws://backend:8090 logs "{message}"'
-
-    def lexical_of() -> dict[str, float]:
-        hits = searched(store, text)
-        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-        return {h.record.hex: strengths(h)["lexical"][0] for h in hits}
-
-    shared = lexical_of()
-    monkeypatch.setattr(shapes, "DISTINCT_SHARE_POWER", 0)
-    whole = lexical_of()
-    assert shared[ws.hex] == whole[ws.hex] > whole[http.hex]
-    # The message both hold counts half for each of the two: the http record keeps less of its words.
-    assert 0 < shared[http.hex] < whole[http.hex] * 0.8

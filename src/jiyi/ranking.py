@@ -151,13 +151,11 @@ def _facts(
     share: float = 1.0,
     best_cover: float = 0.0,
     best_held: float = 0.0,
-    distinct: float = 1.0,
 ) -> tuple[list[float], str | None, list[str], list[str], list[str], int, str, bool, bool]:
     """Each signal's strength in ``WEIGHTS`` order, and what their details are made of, the CONTEXT
     signals' at ``share`` (shapes.context_share), a key line's and the shared symbols' at their share of
-    ``best_cover`` (shapes.signature_share), lexical at its words' share of ``best_held`` (shapes.words_held) and
-    at ``distinct`` (shapes.distinct_shares). The details' text is built only for the hits shown
-    (``score``): most candidates are only counted."""
+    ``best_cover`` (shapes.signature_share), lexical at its words' share of ``best_held`` (shapes.words_held). The
+    details' text is built only for the hits shown (``score``): most candidates are only counted."""
     sig = next((s for s in parts.signatures if s in record.signatures), None)
     signature = parts.signature_worth.get(sig, 1.0) * shapes.signature_share(cover[0], best_cover) if sig else 0.0
     if sig is None and indexed is not None and (lines := _near_lines(record, parts, indexed)):
@@ -179,7 +177,6 @@ def _facts(
         strength = 0.0
     elif best_cover > 1.0 and best_held > 0:
         strength *= min(1.0, shapes.words_held(parts.weights, matched) / best_held) ** shapes.LEXICAL_SHARE_POWER
-    strength *= distinct
     env = record.environment
     # os and arch first: they decide most fixes, and the detail is cut at 24 characters.
     env_keys = sorted(env, key=lambda k: (k not in ("os", "arch"), k != "os", k)) if env else []
@@ -241,17 +238,15 @@ def score(
     share: float = 1.0,
     best_cover: float = 0.0,
     best_held: float = 0.0,
-    distinct: float = 1.0,
 ) -> Hit:
     """``record``'s hit for ``query``, every signal with its detail; ``cover`` when already known;
     ``share`` of its CONTEXT signals (shapes.context_share); ``best_cover``, the best candidate's lexical
     evidence (shapes.signature_share); ``best_held``, the most of the query's words a candidate holds
-    (shapes.words_held); ``distinct``, its lexical share among the leading candidates
-    (shapes.distinct_shares)."""
+    (shapes.words_held)."""
     if cover is None:
         cover = lexical.strength(parts.weights, indexed.title, indexed.body) if indexed else (0.0, [])
     strengths, sig, shared, matched, env_match, age, tool, same_project, same_tool = _facts(
-        record, query, parts, cover, now, indexed, share, best_cover, best_held, distinct
+        record, query, parts, cover, now, indexed, share, best_cover, best_held
     )
     details = [
         sig or "-",
@@ -265,19 +260,6 @@ def score(
         f"sources={record.sources},used_success={record.used_success}",
     ]
     return Hit(record, [Signal(n, v, d) for n, v, d in zip(_ORDER, strengths, details, strict=True)])
-
-
-def _distinct(
-    facts: list[tuple[list[float], Record]], covers: dict[str, tuple[float, list[str]]], weights: dict[str, float]
-) -> dict[str, float]:
-    """The lexical shares of the shapes.DISTINCT_LEADERS candidates most on topic (shapes.distinct_shares),
-    by record hex; the rest keep their strength."""
-    if len(facts) < 2:
-        return {}
-    on_topic = sorted(facts, key=lambda f: _topical(f[0], covers[f[1].hex][0]), reverse=True)
-    leaders = [r.hex for _, r in on_topic[: shapes.DISTINCT_LEADERS]]
-    held = [{m.partition("~")[0] for m in covers[h][1]} for h in leaders]
-    return dict(zip(leaders, shapes.distinct_shares(held, weights), strict=True))
 
 
 def rank(
@@ -340,9 +322,6 @@ def rank(
         )[0]
         if any(strengths[i] > 0 for i in _TOPICAL_AT):
             facts.append((strengths, r))
-    distinct = _distinct(facts, covers, parts.weights.weights)
-    for strengths, r in facts:
-        strengths[2] *= distinct.get(r.hex, 1.0)
     best = max((_topical(s, covers[r.hex][0]) for s, r in facts), default=0.0)
     counted: list[tuple[float, float, str, Record, float]] = []
     for strengths, r in facts:
@@ -357,17 +336,6 @@ def rank(
     counted.sort(key=lambda c: (c[0], c[1], c[2]), reverse=True)
     hits = counted[:limit]
     return [
-        score(
-            r,
-            query,
-            parts,
-            indexed.get(r.hex),
-            moment,
-            covers[r.hex],
-            share,
-            best_cover,
-            best_held,
-            distinct.get(r.hex, 1.0),
-        )
+        score(r, query, parts, indexed.get(r.hex), moment, covers[r.hex], share, best_cover, best_held)
         for _, _, _, r, share in hits
     ]

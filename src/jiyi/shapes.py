@@ -204,42 +204,6 @@ def phrase_share(pairs: WordPairs, indexed: Indexed, held: list[str]) -> float:
 CONTEXT_SHARE_POWER = 8
 
 
-# Look-alikes hold most of a query's words alike: the banner, the exception, the package. Among the
-# DISTINCT_LEADERS candidates most on topic, a word each of them holds tells them apart little, and one
-# that only a record holds tells it from the rest: a leader's lexical strength is scaled by the weight
-# of the query's words it holds, each counted by how few of the leaders hold it (distinct_shares: in
-# full when it alone does, 1/n when all n do), as a share of the leader holding most of that, to
-# DISTINCT_SHARE_POWER. Rarity among the competitors, as
-# IDF is rarity in the store: `websocket` and `ws` against the `http` scheme under Apache's AH01144, a
-# Slurm job's `module` against a pipeline's `command not found`. Tune split (below c23500, sets dev to
-# BE), recurring top-1 / confusions / natural-language / zh-mixed of 7 501 / 4 457 / 1 530: 6 851 /
-# 361 / 3 536 / 1 188 -> 6 856 / 357 / 3 549 / 1 184; rules off 6 845 / 363 / 3 534 / 1 188 -> 6 851 /
-# 358 / 3 547 / 1 184. Power 2: 6 857 / 355 / 3 532; 3 or 10 leaders: 6 857 / 355 / 3 545 and 6 858 /
-# 358 / 3 546. A word all leaders hold counted at nothing: 6 861 / 356 / 3 539 / 1 185, and a record
-# holding the query's message word for word beside one holding a word more showed no lexical evidence;
-# among the leaders sharing a key of the query only, 6 845 and 367 confusions.
-DISTINCT_LEADERS = 5
-DISTINCT_SHARE_POWER = 1.0
-
-
-def distinct_shares(held: list[set[str]], weights: dict[str, float]) -> list[float]:
-    """For each of the leading candidates' sets of the query's words (``held``), the weight of its
-    words counted by how few of the leaders hold them (in full when it alone does, a leader's share
-    when all do), as a share of the most any of them has, to DISTINCT_SHARE_POWER."""
-    n = len(held)
-    if n < 2:
-        return [1.0] * n
-    holders: dict[str, int] = {}
-    for words in held:
-        for t in words:
-            holders[t] = holders.get(t, 0) + 1
-    own = [sum(weights.get(t, 0.0) * (n + 1 - holders[t]) for t in sorted(words)) / n for words in held]
-    top = max(own)
-    if top <= 0:
-        return [1.0] * n
-    return [min(1.0, v / top) ** DISTINCT_SHARE_POWER for v in own]
-
-
 def words_held(query: lexical.QueryWeights, matched: list[str]) -> float:
     """The weight of the query's words a record holds (``lexical.evidence``'s matched list): each
     once, a word held in another form (``term~form``) at INFLECTION_WEIGHT, as evidence counts it."""
