@@ -141,11 +141,24 @@ def _files(places: Iterable[Path], pattern: str) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+# An occurrence's os as jiyi's own environment facts name it (src/jiyi/project.py: sys.platform,
+# `darwin` for macOS). The data says `macos` too, and `unknown` where a thread did not tell: that is
+# no fact, as a missing os, or every record and question of unknown os would match each other's.
+OS_FACTS = {"linux": "linux", "windows": "windows", "darwin": "darwin", "macos": "darwin"}
+
+
+def os_fact(label: str | None) -> str | None:
+    return OS_FACTS.get(label or "")
+
+
 def load(places: list[Path]) -> tuple[list[dict[str, Any]], list[Doc], list[Query]]:
-    """Clusters, the extra (Chinese) records and every query of ``places`` (folders or files)."""
+    """Clusters (each occurrence's os as ``os_fact`` gives it), the extra (Chinese) records and every
+    query of ``places`` (folders or files)."""
     clusters: dict[str, dict[str, Any]] = {}
     for path in _files(places, "clusters*.jsonl"):
         for c in _lines(path):
+            for o in c["occurrences"]:
+                o["os"] = os_fact(o.get("os"))
             clusters.setdefault(c["id"], c)
     extra: list[Doc] = []
     written: list[tuple[str, str, str, str | None]] = []  # kind, cluster, text, source
