@@ -101,10 +101,10 @@ class Prepared:
     by_keys: list[str] = field(default_factory=list)
 
 
-def _bigram_idf(terms: list[str], doc_counts: dict[str, int], total: int) -> dict[str, float]:
-    """The IDF of the bigrams of ``terms`` that the store holds, among the records holding text cut into
-    bigrams (BIGRAM_POPULATION_MIN): at least as many as hold any one of them."""
-    counts = {t: n for t in terms if lexical.is_bigram(t) and (n := doc_counts.get(t, 0)) > 0}
+def _bigram_idf(bigrams: list[str], doc_counts: dict[str, int], total: int) -> dict[str, float]:
+    """The IDF of the ``bigrams`` that the store holds, among the records holding text cut into bigrams
+    (BIGRAM_POPULATION_MIN): at least as many as hold any one of them."""
+    counts = {t: n for t in bigrams if (n := doc_counts.get(t, 0)) > 0}
     if not counts:
         return {}
     marked = doc_counts.get(lexical.BIGRAM_TEXT, 0)
