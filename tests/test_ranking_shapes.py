@@ -336,7 +336,7 @@ def test_a_chinese_question_finds_the_english_record_by_its_words_glosses(
     # The detail says which Chinese word each English one stood for.
     assert {"merge=合并", "unrelated=无关"} <= set(strengths(hits[0])["lexical"][1].split(","))
     # Without the dictionary only `git` is shared, and the record that names it in its title wins.
-    monkeypatch.setattr(glossary, "english", lambda bigrams: {})
+    monkeypatch.setattr(glossary, "english", lambda bigrams, runs=(): {})
     hits = rank(store, Query(text=question, project_key="elsewhere"), limit=5, now=NOW)
     assert hits[0].record.hex == newer.hex
 

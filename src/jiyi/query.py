@@ -138,7 +138,8 @@ def prepare(store: Store, query: Query, *, by_keys: int) -> Prepared:
     if bigrams:
         from .analysis import glossary
 
-        glosses = {w: g for w, g in glossary.english(bigrams).items() if w not in terms}
+        said_in_english = glossary.english(bigrams, lexical.runs(text))
+        glosses = {w: g for w, g in said_in_english.items() if w not in terms}
     # A symbol is no rarer than the rarest word it is spelled with, in the store's text: `install`,
     # `node` or `exception` taken for a name, or `go.mod`, are as common as their words are. One spelled
     # only with words found in almost every error (`errors` of a JSON answer; lexical.GENERIC) names

@@ -24,6 +24,17 @@ LINES = [
     "公司 公司 [gong1 si1] /(business) company/firm/corporation/incorporated/",
     "一 一 [yi1] /one/single/a (article)/",
     "百分之百 百分之百 [bai3 fen1 zhi1 bai3] /a hundred percent/",
+    "不到 不到 [bu4 dao4] /not to arrive/not reaching/insufficient/less than/",
+    "找不到 找不到 [zhao3 bu5 dao4] /can't find/",
+    "文件 文件 [wen2 jian4] /document/file/CL:份[fen4]/",
+    "資源 资源 [Zi1 yuan2] /Ziyuan county in Guilin 桂林[Gui4 lin2], Guangxi/",
+    "資源 资源 [zi1 yuan2] /natural resource (such as water or minerals)/resource (such as manpower or tourism)/",
+    "三八 三八 [san1 ba1] /International Women's Day 婦女節|妇女节[Fu4 nu:3 jie2], 8th March/foolish/stupid/",
+    "一把手 一把手 [yi1 ba3 shou3] /working hand; member of a work team; participant/the boss/",
+    "一級棒 一级棒 [yi1 ji2 bang4] /first-rate/excellent (loanword from Japanese 一番, ichiban)/",
+    "七情 七情 [qi1 qing2] /seven emotional states/seven affects of traditional Chinese medical theory and "
+    "therapy, namely: joy 喜[xi3], anger 怒[nu4], anxiety 憂|忧[you1], thought 思[si1], grief 悲[bei1], fear "
+    "恐[kong3], fright 驚|惊[jing1]/seven relations/",
 ]
 
 
@@ -48,7 +59,30 @@ def test_two_character_words_get_their_first_senses_words_computing_first() -> N
     # A variant's cross-reference and a measure word (`CL:`) are no senses.
     assert table["合并"] == ("merge", "annex")
     assert table["历史"] == ("history",)
-    assert "一" not in table and "百分之百" not in table  # one character, four: bigrams never meet them
+    assert "一" not in table  # one character: no bigram meets it
+    assert table["百分之百"] == ("hundred", "percent")  # longer words are looked up in a query's runs
+
+
+def test_a_name_and_a_reference_to_another_word_give_no_english_words() -> None:
+    table = glossary.build(LINES)
+    # An entry of capitalised pinyin is a name (a county), not the word: `资源` is a resource.
+    assert table["资源"] == ("natural", "resource")
+    # Another word's Chinese and pinyin (`婦女節|妇女节[Fu4 nu:3 jie2]`) are no English words.
+    assert table["三八"] == ("international", "women", "day", "8th")
+    assert all(word.isascii() for words in table.values() for word in words)
+
+
+def test_a_longer_word_takes_the_place_of_the_bigrams_inside_it(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(glossary, "table", lambda: glossary.build(LINES))
+    bigrams = ["找不", "不到", "到文", "文件"]  # 找不到文件: cannot find the file
+    before = glossary.english(bigrams)
+    assert before["insufficient"] == (pytest.approx(3**-0.5), "不到")  # 不到 alone: not reaching
+    found = glossary.english(bigrams, ["找不到文件"])
+    assert found["find"] == (1.0, "找不到")
+    assert found["document"] == (1.0, "文件")  # a bigram outside it keeps its words (`file`: too common)
+    assert not {"arrive", "reaching", "insufficient"} & set(found)
+    # A run's words of three and four characters are looked up; none found leaves the bigrams as they were.
+    assert glossary.english(bigrams, ["到文件"]) == before
 
 
 def test_a_word_of_one_sense_counts_whole_an_ambiguous_one_less(fresh: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -145,6 +145,14 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def runs(text: str) -> list[str]:
+    """The runs of ``text`` that ``terms`` cuts into bigrams (CJK, Thai, …), folded as it folds them."""
+    folded = fold(text)
+    if folded.isascii():
+        return []
+    return [run for _, run in _mixed_token().findall(folded) if run]
+
+
 def _kept(word: str) -> bool:
     return bool(word) and word not in STOPWORDS and len(word) <= MAX_TERM
 

@@ -81,7 +81,7 @@ def team_group() -> None:
     envvar="JIYI_TEAM_CACHE_DIR",
     default=None,
     type=click.Path(file_okay=False),
-    help="Where the server keeps what it builds once (the Chinese glossary's table, ~4 MB; "
+    help="Where the server keeps what it builds once (the Chinese glossary's table, ~5 MB; "
     "JIYI_TEAM_CACHE_DIR). Default: the user's cache folder.",
 )
 @click.option(

@@ -405,7 +405,7 @@ def app_from_env() -> Starlette:
     if not dsn:
         raise SystemExit("jiyi team serve: no database (--dsn or JIYI_TEAM_DSN)")
     # A Chinese query's glosses are looked up in a small file there, as a client's are in its home
-    # (analysis/glossary.py): without one, every worker would hold the whole table (~57 MB).
+    # (analysis/glossary.py): without one, every worker would hold the whole table (~80 MB).
     glossary.use(os.environ.get("JIYI_TEAM_CACHE_DIR") or str(cache_dir()))
     schema = os.environ.get("JIYI_TEAM_SCHEMA", "jiyi")
     db = PgDatabase(dsn, schema=schema)
