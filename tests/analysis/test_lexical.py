@@ -63,6 +63,13 @@ def test_mixed_text_splits_at_the_script_boundary() -> None:
     assert terms("失败：找不") == ["失败", "找不"]
 
 
+def test_runs_are_the_cjk_text_terms_cuts_into_bigrams_folded_as_it_folds() -> None:
+    # The glossary looks up the longer Chinese words of a query in them (analysis/glossary.py).
+    assert lexical.runs("链接时找不到 zlib，失败：找不") == ["链接时找不到", "失败", "找不"]
+    assert lexical.runs("ｍａｓｔｅｒ分支") == ["分支"]  # full-width ASCII folds to a word outside the run
+    assert lexical.runs("ld: cannot find -lz") == []
+
+
 def test_stopwords_and_overlong_words_are_dropped() -> None:
     assert terms("the a of is") == []
     word40, word41 = "x" * lexical.MAX_TERM, "y" * (lexical.MAX_TERM + 1)
