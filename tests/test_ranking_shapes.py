@@ -109,6 +109,25 @@ def test_a_message_quoted_in_a_title_nearly_matches_the_query_key_line(store: St
     assert 0.0 < near < 1.0 and detail.startswith("~")
 
 
+def test_a_line_the_query_prints_that_a_title_quotes_counts_as_an_exact_one(store: Store) -> None:
+    # The record's own log printed another line; its title quotes the query's line word for word. A
+    # near match that close is the line itself (shapes.NEAR_AS_EXACT), not half of it.
+    line = "[coc.nvim] build/index.js not found, please install dependencies and compile coc.nvim by: yarn install"
+    quoted = put(
+        store,
+        made(
+            f'"{line}" after a plugin manager ignored the release branch',
+            what="Error: javascript bundle not found, please compile code of coc.nvim by esbuild.",
+            symbols=(),
+        ),
+    )
+    hits = searched(store, line)
+    assert hits[0].record.hex == quoted.hex
+    strength, detail = strengths(hits[0])["error_signature"]
+    assert detail.startswith("~") and float(detail.split(" ")[0][1:]) >= shapes.NEAR_AS_EXACT
+    assert strength == pytest.approx(1.0)  # the only candidate: the line's whole worth
+
+
 def test_quoted_lines_are_the_messages_a_title_quotes() -> None:
     title = "Keycloak 18+ logout \"Invalid parameter: redirect_uri\" (\u201cParameter 'redirect_uri' unsupported\u201d)"
     lines = quoted_lines(title)
