@@ -5,7 +5,8 @@ shares no term with the record that answers it: the store cuts Chinese into bigr
 says `refusing to merge unrelated histories`. Most Chinese technical words are two characters, so
 each bigram of the query is looked up as a word (a bigram cut across two words is mostly no
 entry), and its first senses give English words (`证书` → certificate, `代理` → proxy). Computing
-senses come first (`编译` → compile, not translate).
+senses come first (`编译` → compile, not translate). Words of three and four characters are looked
+up in the query's Chinese runs and take the place of the bigrams inside them (`找不到` → find).
 
 Reading the dictionary costs ~1 s, so ``use`` keeps the table in ``<home>/cache`` as a small SQLite
 file (~5 MB), written once: a later process looks up only the query's words in it (~1 ms with the
