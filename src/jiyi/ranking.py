@@ -160,12 +160,12 @@ def _facts(
     signature = parts.signature_worth.get(sig, 1.0) * shapes.signature_share(cover[0], best_cover) if sig else 0.0
     if sig is None and indexed is not None and (lines := _near_lines(record, parts, indexed)):
         similarity, line, line_info = near_match(parts, lines, indexed.title)
-        if similarity >= shapes.NEAR_AS_EXACT:  # the same line but for a mask or a quote: as exact
-            signature = line_info * shapes.signature_share(cover[0], best_cover)
-        elif similarity >= shapes.NEAR_MIN:
-            kept = shapes.signature_share(cover[0], best_cover, shapes.NEAR_SHARE_POWER)
-            signature = shapes.NEAR_SCALE * similarity * line_info * kept
         if similarity >= shapes.NEAR_MIN:
+            if similarity >= shapes.NEAR_AS_EXACT:  # the same line but for a mask or a quote: as exact
+                signature = line_info * shapes.signature_share(cover[0], best_cover)
+            else:
+                kept = shapes.signature_share(cover[0], best_cover, shapes.NEAR_SHARE_POWER)
+                signature = shapes.NEAR_SCALE * similarity * line_info * kept
             sig = f"~{similarity:.2f} {digest(line)}"
     own = record.symbols
     shared = [s for s in parts.symbols if s in own]
