@@ -538,3 +538,29 @@ def test_one_search_finds_by_words_and_reads_its_candidates_at_once(db: PgDataba
         assert found == store.by_terms(terms, limit)
         assert indexed == store.indexed([*exact, *found], ["deflate", "other"])
         assert [r.hex for r in loaded] == sorted({other.hex, *found})  # in hex order, as loaded alone
+
+
+def test_one_search_counts_its_symbols_with_its_first_look_ups(db: PgDatabase) -> None:
+    # PgSearch.term_stats_and_keys in one search: the symbols no count is kept for, counted in the
+    # same statement and capped as symbol_counts caps them (base.counted_symbols), so that
+    # symbol_counts then needs no statement of its own.
+    store = TeamStore(db, db.create_team("t"))
+    records = [made(f"deflate {i}", signatures=(f"s{i}",), symbols=("shared", f"own_{i}")) for i in range(7)]
+    store.write_many((r, first(r), derive(r)) for r in records)
+    symbols = ["shared", "own_3", "nowhere"]
+    alone = store.symbol_counts(symbols, 7)
+    assert alone == {"shared": 3, "own_3": 1, "nowhere": 0}  # 7 records: counted up to int(7 x 0.3) + 1
+    with store.one_connection() as pinned:
+        stats, _ = pinned.term_stats_and_keys(["deflate"], ["s1"], symbols, 5)
+        assert stats.total == 7
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pinned, "reading", None)  # any statement now would fail
+            assert pinned.symbol_counts(symbols, stats.total) == alone
+    # Not at another size: then it counts them again, as a store does outside a search.
+    with store.one_connection() as pinned:
+        pinned.term_stats_and_keys(["deflate"], [], symbols, 5)
+        assert (
+            pinned.symbol_counts(symbols, 100)
+            == store.symbol_counts(symbols, 100)
+            == {"shared": 7, "own_3": 1, "nowhere": 0}
+        )

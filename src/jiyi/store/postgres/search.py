@@ -56,6 +56,17 @@ _TERM_COUNTS = (
 )
 
 
+# Counts of the symbols ``%(uncounted)s`` as rows (-1, count, symbol, NULL), each stopping at the cap
+# base.counted_symbols puts on it from the team's size (the term "" counts the records), read in the
+# same statement as that size: ``PgSearch.term_stats_and_keys`` adds them to its own rows.
+_SYMBOL_COUNTS_WITH = (
+    " UNION ALL SELECT -1, (SELECT count(*) FROM (SELECT 1 FROM symbols WHERE team_id = %(team)s AND symbol = k "
+    "LIMIT (SELECT floor(coalesce(sum(n), 0)::float8 * %(share)s::float8)::bigint + 1 FROM (SELECT docs AS n "
+    "FROM terms WHERE team_id = %(team)s AND term = '' UNION ALL SELECT n FROM term_changes "
+    "WHERE team_id = %(team)s AND term = '') t)) c), k, NULL FROM unnest(%(uncounted)s::text[]) k"
+)
+
+
 def _term_stats(asked: list[str], counted: Iterable[tuple[str, int]]) -> TermStats:
     found = {str(t): int(d) for t, d in counted}
     return TermStats(found.pop("", 0), {t: found.get(t, 0) for t in asked})
@@ -147,6 +158,9 @@ class PgSearch:
     _pinned: Cursor | None = None
     # The copy's candidates read whole by ``PgStore.indexed``, by hex, for its ``get_many``.
     _rows: dict[str, tuple[Any, ...]] | None = None
+    # The copy's symbols counted with its first look-ups (``term_stats_and_keys``), for its
+    # ``symbol_counts``: the team's size they were capped by, and the counts.
+    _counted: tuple[int, dict[str, int]] | None = None
 
     @contextmanager
     def one_connection(self) -> Iterator[Self]:
@@ -222,15 +236,30 @@ class PgSearch:
         if keys is None:
             return self.term_stats(terms), []
         asked = list(dict.fromkeys(terms))
+        # In one search (one_connection), the symbols no count is kept for are counted here too, capped
+        # by the team's size as this statement reads it (base.counted_symbols' cap): the third round
+        # trip of most searches saved (symbol_counts then reads them).
+        cache = _SYMBOL_COUNTS.get((self.db.schema, self.team), {})
+        uncounted = [s for s in dict.fromkeys(symbols) if s not in cache] if self._search is not None else []
+        counting = _SYMBOL_COUNTS_WITH if uncounted else ""
         with self.reading() as cur:
             cur.execute(
                 f"SELECT NULL::int, NULL::bigint, term, docs FROM ({_TERM_COUNTS}) c "
-                f"UNION ALL SELECT part, pos, hex, NULL FROM ({keys[0]}) found",
-                {**keys[1], "team": self.team, "terms": ["", *asked]},
+                f"UNION ALL SELECT part, pos, hex, NULL FROM ({keys[0]}) found{counting}",
+                {
+                    **keys[1],
+                    "team": self.team,
+                    "terms": ["", *asked],
+                    "share": base.SYMBOL_COUNT_SHARE,
+                    "uncounted": uncounted,
+                },
             )
             rows = cur.fetchall()
-        found = sorted((part, pos, hexid) for part, pos, hexid, _ in rows if part is not None)
-        return _term_stats(asked, [(t, n) for part, _, t, n in rows if part is None]), [h for _, _, h in found]
+        found = sorted((part, pos, hexid) for part, pos, hexid, _ in rows if part is not None and part >= 0)
+        stats = _term_stats(asked, [(t, n) for part, _, t, n in rows if part is None])
+        if uncounted:
+            self._counted = (stats.total, {str(k): int(n) for part, n, k, _ in rows if part == -1})
+        return stats, [h for _, _, h in found]
 
     def fold_terms(self) -> None:
         """Move the team's pending term changes into ``terms`` (what every write does before it
@@ -307,6 +336,12 @@ class PgSearch:
 
     def symbol_counts(self, symbols: Iterable[str], total: int) -> dict[str, int]:
         def count(keys: list[str], cap: int) -> list[tuple[str, int]]:
+            # Those counted with the first look-ups at this size first (term_stats_and_keys).
+            known = self._counted[1] if self._counted is not None and self._counted[0] == total else {}
+            counted = [(k, known[k]) for k in keys if k in known]
+            keys = [k for k in keys if k not in known]
+            if not keys:
+                return counted
             with self.reading() as cur:
                 # From the primary key's index alone, each stopping at the cap, as the SQLite store.
                 cur.execute(
@@ -314,7 +349,7 @@ class PgSearch:
                     "AND symbol = k LIMIT %(cap)s) c) FROM unnest(%(keys)s::text[]) k",
                     {"team": self.team, "cap": cap, "keys": keys},
                 )
-                return [(k, int(n)) for k, n in cur.fetchall()]
+                return counted + [(k, int(n)) for k, n in cur.fetchall()]
 
         cache = _SYMBOL_COUNTS.setdefault((self.db.schema, self.team), {})
         return base.counted_symbols(symbols, total, cache, count)
