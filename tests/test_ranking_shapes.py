@@ -164,8 +164,11 @@ def test_a_rare_symbol_outweighs_a_common_one() -> None:
     assert symbol_rarity(30_000, 100_000) == 0.0
     assert symbol_rarity(40_000, 100_000) == 0.0
     assert symbol_rarity(5, 100_000) > symbol_rarity(500, 100_000) > symbol_rarity(5_000, 100_000)
-    # A bare exception type is a category whatever its count; a qualified one names its origin.
-    assert symbol_worth("TypeError", 1, 100_000) <= 0.1 < symbol_worth("torch.cuda.OutOfMemoryError", 1, 100_000)
+    # An exception type is a category whatever its count, bare or qualified by the module that raised
+    # it; a qualified name of anything else names that thing.
+    for name in ("TypeError", "torch.cuda.OutOfMemoryError", "requests.exceptions.ConnectionError"):
+        assert symbol_worth(name, 1, 100_000) <= 0.1
+    assert symbol_worth("torch.cuda.is_available", 1, 100_000) == 1.0
     # So is an errno-style code: `ETIMEDOUT` on one record of the store says which system call failed,
     # not which download; a name that only starts with E is a name.
     for code in ("ETIMEDOUT", "ECONNRESET", "ENOENT", "ERESOLVE"):
