@@ -1218,6 +1218,12 @@ PIP_OLD = "ERROR: Could not find a version that satisfies the requirement torch=
         # paths: the folder goes; the basename and the package after site-packages/node_modules stay
         ("/home/ana/w/app/main.c:12:5: fatal error: zlib.h: No such file or directory", ZLIB_H),
         (WIN_PATH, "/home/b/main.c(3,1): error C2065: 'foo': undeclared identifier"),
+        # a Windows folder's name may hold spaces and brackets (bench/data/clusters_t.jsonl has such logs)
+        (WIN_PATH.replace("Users\\bob", "Users\\Jane Doe"), WIN_PATH),
+        (
+            "C:\\Program Files (x86)\\MSBuild\\Microsoft.Common.targets(406,5): error MSB3644: reference assemblies",
+            "D:\\BuildTools\\MSBuild\\Microsoft.Common.targets(12,3): error MSB3644: reference assemblies",
+        ),
         (NO_FILE + "'/home/a/config.yaml'", NO_FILE + "'D:\\w\\config.yaml'"),
         (
             "TypeError: x (/srv/venv/lib/site-packages/flask/app.py)",
@@ -1484,6 +1490,52 @@ KEYED = [
 @pytest.mark.parametrize(("log", "expected"), KEYED)
 def test_wrappers_and_decorations_are_never_the_key_line(log: str, expected: str) -> None:
     assert key_line(log) == expected
+
+
+MONGO = "MongooseServerSelectionError: connect ECONNREFUSED ::1:27017"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"`{MONGO}`",
+        f"```{MONGO}```",
+        _text(f"`{MONGO}", "    at NativeConnection.Connection.openUri (.../mongoose/lib/connection.js:797:32)`"),
+        f"> `{MONGO}`",
+        f"I get `{MONGO}` when the app starts",
+        f"\u542f\u52a8\u65f6\u62a5\u9519 `{MONGO}`\uff0c\u600e\u4e48\u529e",
+    ],
+)
+def test_markdown_code_marks_around_an_error_leave_its_key_line_as_without_them(text: str) -> None:
+    # Texts pasted from an issue or a chat wrap the error in code marks, or open a code span that
+    # runs on over lines (an occurrence of bench/data/clusters.jsonl's c525 begins so): the same
+    # error, the same signature.
+    plain = analyze(MONGO)
+    assert plain.signatures
+    found = analyze(text)
+    assert (found.key_lines, found.signatures) == (plain.key_lines, plain.signatures)
+
+
+def test_inline_code_that_holds_no_error_makes_no_key_line() -> None:
+    assert analyze("Run `npm install --force` and then `npm run build` again").key_lines == ()
+    # A short span is a name, not the message: the sentence stays the key line.
+    assert key_line("error: the `foo` crate failed to build") == "error: the `foo` crate failed to build"
+
+
+# Avalonia's loader as a thread prints it (bench/data/clusters_t.jsonl, c4706): the message after its
+# exception's name with the quotes of a Chinese locale and no space.
+AVALONIA_RAISED = (
+    "Avalonia.Markup.Xaml.XamlLoadException:\u201cNo precompiled XAML found for avares://Material.Icons.Avalonia/"
+    "App.xaml (baseUri: avares://AvaloniaApplication1/App.axaml), make sure to specify x:Class and include your"
+    " XAML file as AvaloniaResource\u201d"
+)
+
+
+def test_an_exception_whose_message_follows_its_colon_in_quotes_is_a_key_line() -> None:
+    assert key_line(AVALONIA_RAISED) == AVALONIA_RAISED
+    assert analyze('Avalonia.Markup.Xaml.XamlLoadException:"No precompiled XAML found"').signatures
+    # Not any word before a colon and a quote: a name's is no exception.
+    assert analyze('Settings:"No precompiled XAML found"').key_lines == ()
 
 
 SPRING = _text(

@@ -15,8 +15,10 @@ from . import lexical
 # prefix is no key line (`npm error gyp info`), git's consequences yield to their cause. Version 3: a
 # shell's report of a signal (`Aborted (core dumped)`) yields to the program's message, and an error
 # line that only says where (webpack's `ERROR in ./a.css 1:38`) is a header. Version 4: a record's
-# symbols include its title's (signature.record_symbols).
-SIGNATURE_VERSION = 4
+# symbols include its title's (signature.record_symbols). Version 5: Markdown's code marks around a
+# line are decorations, a sentence quoting its error as inline code is keyed by what it quotes, and
+# an exception's message may follow its colon in quotes (`XamlLoadException:“…”`).
+SIGNATURE_VERSION = 5
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,13 @@ def _content(line: str) -> tuple[str, bool]:
         if m is not None and m.end():
             s = s[m.end() :]
             continue
+        if s[:1] == "`" or s[-1:] == "`":
+            # Markdown's code marks around the whole line (`` `X` ``, ```` ```X``` ````), or one left
+            # open where a code span runs on over lines: text pasted from an issue or a chat.
+            inner = s.strip("`")
+            if "`" not in inner:
+                s = inner.strip()
+                continue
         q = R.QUOTED_LINE.match(s)
         if q is None:
             break
@@ -184,9 +191,25 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
             c = c or _Candidate(1, False, i, content, None)
             c.tier = min(c.tier, 1)
         promote = False
-        if c is not None:
-            found.append(c)
+        quoted = _code_spans(i, content) if "`" in content else []
+        # A sentence quoting its error as inline code (``I get `X` when I start``): the error is
+        # what it quotes; the sentence around it would give a key line no other text shares.
+        found.extend(quoted or ([c] if c is not None else []))
     return sorted(found, key=_Candidate.order)
+
+
+# Markdown's inline code, long enough to hold a message rather than a name.
+_CODE_SPAN = compile_rx(r"`([^`\n]{12,500})`")
+
+
+def _code_spans(index: int, content: str) -> list[_Candidate]:
+    """Key-line candidates among the inline code spans of a line (at the line's place)."""
+    out = []
+    for span in _CODE_SPAN.findall(content):
+        inner, prompt = _content(span)
+        if inner and not prompt and (c := _classify(index, inner)) is not None:
+            out.append(c)
+    return out
 
 
 # -- Masking: what varies between two occurrences of one failure --------------------------------------
@@ -211,9 +234,12 @@ _TIME = compile_rx(
     r"|\b[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:\s?[AP]M)?\b",
     _A,
 )
+# A Windows folder's name may hold spaces and brackets (`C:\Program Files (x86)\MSBuild\…`,
+# `C:\Users\Jane Doe\…`): up to the separator after it, it is part of the path.
 _PATH = compile_rx(
     r"""(?<![\w.@+$%-])(?:
-        (?:[A-Za-z]:[\\/]|\\\\|~[\\/]|\.{1,2}[\\/]|[\\/](?=[\w.@%\[$-]))[^\s'"`<>|:;,(){}]*   # absolute, ./, ~/
+        [A-Za-z]:[\\/](?:[^\\/\s'"`<>|:;,{}]+(?:\x20[^\\/\s'"`<>|:;,{}]+)*[\\/])*[^\s'"`<>|:;,(){}]*  # C:\…
+      | (?:\\\\|~[\\/]|\.{1,2}[\\/]|[\\/](?=[\w.@%\[$-]))[^\s'"`<>|:;,(){}]*   # absolute, ./, ~/
       | [\w.@+-]+(?:[\\/][\w.@+\[\]-]+){2,}[\\/]?                                           # a/b/c
       | [\w.@+-]+[\\/][\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,7}                            # a/b.ext
     )(?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))?""",

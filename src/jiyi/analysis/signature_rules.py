@@ -58,8 +58,10 @@ SEVERITY = compile_rx(
 )
 # Where, not what: "src/a.c:12:5:", "a.ts(9,24):", "a.ts:1:24 -", "x.o:(.text+0x1f):", "libz.a(a.o):",
 # a pytest node id "tests/t.py::test_x[1] - ", the linker's or the shell's own name ("/bin/sh: 1: ").
+# A Windows folder's name may hold spaces and brackets (`C:\Program Files (x86)\MSBuild\…`), as in
+# signature._PATH.
 LOCATION = compile_rx(
-    r"""^(?:(?:[A-Za-z]:)?[^\s:()]*[^\s:()/\\](?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))(?::\(\.[^)]*\))?(?::\s*|\s+-\s+)
+    r"""^(?:(?:[A-Za-z]:[\\/](?:[^\\/:*?"<>|\r\n]+[\\/])*|[A-Za-z]:)?[^\s:()]*[^\s:()/\\](?::[0-9]+(?::[0-9]+)?|\([0-9]+(?:,[0-9]+)?\))(?::\(\.[^)]*\))?(?::\s*|\s+-\s+)
       | \S+\.(?:o|a|so|obj|lib)(?:\([^)]*\))?:(?:\(\.[^)]*\):)?\s+
       | [^\s:]+(?:::[^\s:\[]+)+(?:\[[^\]]*\])?\s+-\s+
       | (?:[^\s:]*/)?(?:[\w.+-]*-)?(?:ld(?:\.[a-z]+)?|collect2|lld):\s+
@@ -201,7 +203,9 @@ CONTEXT = compile_rx(
 EXCEPTION = compile_rx(
     r"^(?:Exception\sin\sthread\s\"[^\"]*\"\s|Caused\sby:\s|Uncaught\s)?"
     r"(?:[A-Za-z_][\w$]*\.)*(?:[A-Z][\w$]*(?:Error|Exception|Exit|Interrupt|Fault|Iteration)|Error)"
-    r"(?:\s\[[A-Z0-9_]+\])?:(?:\s|$)",
+    # The message may follow the colon in quotes with no space: .NET's debugger in Chinese prints
+    # `System.IO.IOException:“…”`, Avalonia's loader `XamlLoadException:"…"`.
+    r"(?:\s\[[A-Z0-9_]+\])?:(?:\s|$|(?=[\"'\u201c\u2018]))",
     A,
 )
 # Exceptions that only say "a subprocess failed": the real error is elsewhere in the log.
