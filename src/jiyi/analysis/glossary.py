@@ -92,12 +92,22 @@ def lookup(words: list[str]) -> dict[str, tuple[str, ...]]:
         return {w: whole[w] for w in words if w in whole}
     import sqlite3
 
-    marks = ",".join("?" * len(words))
+    # In statements of at most LOOKUP_BATCH words: past SQLite's bound on a statement's variables
+    # (999 by default before 3.32, 32 766 since; builds set their own) one statement failed, and a
+    # long Chinese text, whose three- and four-character pieces run to twice its length, got no
+    # glosses at all (tests/analysis/test_glossary.py).
+    rows = []
     try:
-        rows = kept.execute(f"SELECT word, english FROM glossary WHERE word IN ({marks})", words).fetchall()
+        for at in range(0, len(words), LOOKUP_BATCH):
+            batch = words[at : at + LOOKUP_BATCH]
+            marks = ",".join("?" * len(batch))
+            rows += kept.execute(f"SELECT word, english FROM glossary WHERE word IN ({marks})", batch).fetchall()
     except sqlite3.Error:
         return {}
     return {str(w): tuple(str(e).split()) for w, e in rows}
+
+
+LOOKUP_BATCH = 900
 
 
 @functools.cache
