@@ -40,6 +40,7 @@ LONGEST = 4
 _WORD_SIZES = tuple(range(2, LONGEST + 1))
 MAX_SENSES = 3  # a word's first senses: the later ones are rare uses
 MAX_WORDS = 4  # English words per Chinese word
+LOOKUP_BATCH = 900  # words a statement of ``lookup`` binds, under SQLite's bound (999 in old builds)
 _SKIP = ("CL:", "variant of", "old variant", "see ", "also pr", "surname", "abbr. for", "used in", "erhua")
 _PAREN = re.compile(r"\([^)]*\)")
 # A reference to another word, `婦女節|妇女节[Fu4 nu:3 jie2]`: its Chinese and pinyin are no English.
@@ -105,9 +106,6 @@ def lookup(words: list[str]) -> dict[str, tuple[str, ...]]:
     except sqlite3.Error:
         return {}
     return {str(w): tuple(str(e).split()) for w, e in rows}
-
-
-LOOKUP_BATCH = 900
 
 
 @functools.cache

@@ -16,8 +16,9 @@ from . import lexical
 # shell's report of a signal (`Aborted (core dumped)`) yields to the program's message, and an error
 # line that only says where (webpack's `ERROR in ./a.css 1:38`) is a header. Version 4: a record's
 # symbols include its title's (signature.record_symbols). Version 5: Markdown's code marks around a
-# line are decorations, a sentence quoting its error as inline code is keyed by what it quotes, and
-# an exception's message may follow its colon in quotes (`XamlLoadException:“…”`).
+# line are decorations, a sentence quoting its error as inline code is keyed by what it quotes, an
+# exception's message may follow its colon in quotes (`XamlLoadException:“…”`), and a Windows
+# folder's name may hold spaces and brackets (`C:\Program Files (x86)\…`).
 SIGNATURE_VERSION = 5
 
 
