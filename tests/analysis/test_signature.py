@@ -1516,6 +1516,32 @@ def test_markdown_code_marks_around_an_error_leave_its_key_line_as_without_them(
     assert (found.key_lines, found.signatures) == (plain.key_lines, plain.signatures)
 
 
+# Filebeat 8's log line, as a thread prints it (bench/data/clusters_cu.jsonl, c44006).
+FILEBEAT_JSON = (
+    '{"log.level":"error","@timestamp":"2024-09-18T17:33:08.911+0200","log.logger":"reload","message":"Error creating'
+    " runner from config: could not create module registry for filesets: module system is configured but has no"
+    ' enabled filesets","service.name":"filebeat"}'
+)
+
+
+def test_a_structured_log_line_is_keyed_by_its_message_fields() -> None:
+    message = FILEBEAT_JSON.split('"message":"')[1].split('"')[0]
+    found = analyze(FILEBEAT_JSON)
+    assert found.key_lines == (message,) and found.signatures == analyze(message).signatures
+    # zap's `msg` and `error`: each a message.
+    zap = (
+        '{"level":"error","ts":1700000000.1,"msg":"failed to connect to the database",'
+        '"error":"dial tcp 10.0.0.1:5432: connect: connection refused"}'
+    )
+    assert analyze(zap).key_lines == (
+        "failed to connect to the database",
+        "dial tcp 10.0.0.1:5432: connect: connection refused",
+    )
+    # A field that reads as no error leaves the line its own key.
+    line = 'ERROR worker crashed {"service":"checkout","message":"starting the payment worker now"}'
+    assert key_line(line) == line
+
+
 def test_inline_code_that_holds_no_error_makes_no_key_line() -> None:
     assert analyze("Run `npm install --force` and then `npm run build` again").key_lines == ()
     # A short span is a name, not the message: the sentence stays the key line.

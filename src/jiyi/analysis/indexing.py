@@ -17,8 +17,9 @@ from . import lexical
 # line that only says where (webpack's `ERROR in ./a.css 1:38`) is a header. Version 4: a record's
 # symbols include its title's (signature.record_symbols). Version 5: Markdown's code marks around a
 # line are decorations, a sentence quoting its error as inline code is keyed by what it quotes, an
-# exception's message may follow its colon in quotes (`XamlLoadException:“…”`), and a Windows
-# folder's name may hold spaces and brackets (`C:\Program Files (x86)\…`).
+# exception's message may follow its colon in quotes (`XamlLoadException:“…”`), a Windows folder's
+# name may hold spaces and brackets (`C:\Program Files (x86)\…`), and a structured log line is keyed
+# by its message fields (`{"level":"error",…,"message":"…"}`).
 SIGNATURE_VERSION = 5
 
 

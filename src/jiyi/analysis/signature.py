@@ -192,6 +192,8 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
             c.tier = min(c.tier, 1)
         promote = False
         quoted = _code_spans(i, content) if "`" in content else []
+        if not quoted and '":' in content:
+            quoted = _json_messages(i, content)
         # A sentence quoting its error as inline code (``I get `X` when I start``): the error is
         # what it quotes; the sentence around it would give a key line no other text shares.
         found.extend(quoted or ([c] if c is not None else []))
@@ -207,6 +209,24 @@ def _code_spans(index: int, content: str) -> list[_Candidate]:
     out = []
     for span in _CODE_SPAN.findall(content):
         inner, prompt = _content(span)
+        if inner and not prompt and (c := _classify(index, inner)) is not None:
+            out.append(c)
+    return out
+
+
+# A structured log line's message fields (`{"level":"error",…,"message":"…"}`: pino, zap, bunyan,
+# Elastic's ECS; an API's `{"error_description":"…"}`), long enough to hold a message.
+_JSON_MESSAGE = compile_rx(
+    r'"(?:message|msg|error|err|errorMessage|error_message|error_description|reason|detail)"\s*:\s*'
+    r'"((?:[^"\\]|\\.){12,500})"'
+)
+
+
+def _json_messages(index: int, content: str) -> list[_Candidate]:
+    """Key-line candidates among the message fields of a JSON line (at the line's place)."""
+    out = []
+    for value in _JSON_MESSAGE.findall(content):
+        inner, prompt = _content(value.replace('\\"', '"'))
         if inner and not prompt and (c := _classify(index, inner)) is not None:
             out.append(c)
     return out
