@@ -28,7 +28,6 @@ SYMBOL_SCALE_MIN = 20.0
 # c3400: recurring top-1 4 353 -> 4 355 of 4 593, confusions 115 -> 114, natural-language 2 161 ->
 # 2 163 of 2 641.
 CATEGORY_WORTH = 0.1
-_CATEGORY = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning)|E[A-Z]{2,15}", re.ASCII)
 # And so does an exception type qualified by its module (`requests.exceptions.ConnectionError`,
 # `org.postgresql.util.PSQLException`): the module says which library raised it, not which of its
 # failures, and a store that holds a few of them gave a record sharing only that name and a log's
@@ -37,7 +36,9 @@ _CATEGORY = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|War
 # sets dev to CE, one store state): recurring top-1 7 358 -> 7 366 of 8 130, confusions 446 -> 445,
 # natural-language 3 830 -> 3 828 of 4 854, zh/mixed 1 350 both; rules off 7 353 -> 7 361, 447 ->
 # 446; at most 0.3 the same, 444 confusions; 0.6: 7 361. On sets CF to CI 94 of 100 before and after.
-_QUALIFIED_TYPE = re.compile(r"[A-Za-z_][\w.]*\.[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning)", re.ASCII)
+_CATEGORY = re.compile(
+    r"(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning)|E[A-Z]{2,15}", re.ASCII
+)
 # A key line that nearly equals one of the record's (IDF-weighted token-set Jaccard of the normalised
 # lines, near_match) gives error_signature NEAR_SCALE × similarity from NEAR_MIN up, as an exact one from
 # NEAR_AS_EXACT up; an exact one 1.0.
@@ -118,8 +119,7 @@ def symbol_worth(symbol: str, count: int, total: int) -> float:
     """What sharing ``symbol`` is evidence of: its rarity, at most CATEGORY_WORTH for an exception type,
     bare or qualified, or an errno-style code."""
     rarity = symbol_rarity(count, total)
-    category = _CATEGORY.fullmatch(symbol) or _QUALIFIED_TYPE.fullmatch(symbol)
-    return min(rarity, CATEGORY_WORTH) if category else rarity
+    return min(rarity, CATEGORY_WORTH) if _CATEGORY.fullmatch(symbol) else rarity
 
 
 @functools.lru_cache(maxsize=8192)

@@ -191,9 +191,9 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
             c = c or _Candidate(1, False, i, content, None)
             c.tier = min(c.tier, 1)
         promote = False
-        quoted = _code_spans(i, content) if "`" in content else []
+        quoted = _quoted(i, _CODE_SPAN.findall(content)) if "`" in content else []
         if not quoted and '":' in content:
-            quoted = _json_messages(i, content)
+            quoted = _quoted(i, [v.replace('\\"', '"') for v in _JSON_MESSAGE.findall(content)])
         # A sentence quoting its error as inline code (``I get `X` when I start``): the error is
         # what it quotes; the sentence around it would give a key line no other text shares.
         found.extend(quoted or ([c] if c is not None else []))
@@ -204,16 +204,6 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
 _CODE_SPAN = compile_rx(r"`([^`\n]{12,500})`")
 
 
-def _code_spans(index: int, content: str) -> list[_Candidate]:
-    """Key-line candidates among the inline code spans of a line (at the line's place)."""
-    out = []
-    for span in _CODE_SPAN.findall(content):
-        inner, prompt = _content(span)
-        if inner and not prompt and (c := _classify(index, inner)) is not None:
-            out.append(c)
-    return out
-
-
 # A structured log line's message fields (`{"level":"error",…,"message":"…"}`: pino, zap, bunyan,
 # Elastic's ECS; an API's `{"error_description":"…"}`), long enough to hold a message.
 _JSON_MESSAGE = compile_rx(
@@ -222,11 +212,12 @@ _JSON_MESSAGE = compile_rx(
 )
 
 
-def _json_messages(index: int, content: str) -> list[_Candidate]:
-    """Key-line candidates among the message fields of a JSON line (at the line's place)."""
+def _quoted(index: int, quotes: list[str]) -> list[_Candidate]:
+    """Key-line candidates among what a line quotes (its code spans, its JSON message fields), at
+    the line's place."""
     out = []
-    for value in _JSON_MESSAGE.findall(content):
-        inner, prompt = _content(value.replace('\\"', '"'))
+    for quote in quotes:
+        inner, prompt = _content(quote)
         if inner and not prompt and (c := _classify(index, inner)) is not None:
             out.append(c)
     return out
