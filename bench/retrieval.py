@@ -22,10 +22,10 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Sets DD to DG and the thirty-seventh re-split"): every
-cluster below c48500 is ``tune`` (the 29 the rules were written against and sets A to DC, each looked
-at before this split was fixed); sets DD to DG, ids from c48500 on (``clusters_dd.jsonl`` to
-``clusters_dg.jsonl`` and their ``queries_*.jsonl``), gathered afterwards and not run before the split
+The split is frozen (bench/data/README.md, "Sets DH to DK and the thirty-eighth re-split"): every
+cluster below c50500 is ``tune`` (the 29 the rules were written against and sets A to DG, each looked
+at before this split was fixed); sets DH to DK, ids from c50500 on (``clusters_dh.jsonl`` to
+``clusters_dk.jsonl`` and their ``queries_*.jsonl``), gathered afterwards and not run before the split
 was committed, are ``test``; a query has its cluster's split.
 Tune on ``--split tune``; ``--split test`` only to report. ``--save`` writes each query's top clusters
 per system, which ``bench/retrieval_diff.py`` compares between two runs, query by query.
@@ -85,9 +85,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c48500 (and any other id) are tuned on; sets DD to DG (c48500 on) the test."""
+    """The frozen split: ids below c50500 (and any other id) are tuned on; sets DH to DK (c50500 on) the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 48500 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 50500 else "tune"
 
 
 @dataclass(frozen=True)
