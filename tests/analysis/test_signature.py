@@ -1542,6 +1542,40 @@ def test_a_structured_log_line_is_keyed_by_its_message_fields() -> None:
     assert key_line(line) == line
 
 
+# Ansible's unreachable host, pretty-printed with -v and on one line, with the message cut where the
+# thread's paste ended (bench/data/clusters_da.jsonl, c47004).
+ANSIBLE_PRETTY = (
+    "ip-172-31-10-250.ca-central-1.compute.internal | UNREACHABLE! => {\n"
+    '"changed": false,\n'
+    '"msg": "Failed to connect to the host via ssh: Host key verification failed.\\r\\n",\n'
+    '"unreachable": true'
+)
+ANSIBLE_ONE_LINE = (
+    'fatal: [18.118.148.155]: UNREACHABLE! => {"changed": false, "msg": "Failed to connect to the host via ssh: '
+    'Host key verification failed.", "unreachable": true}'
+)
+ANSIBLE_CUT = (
+    'fatal: [hqs022.abc.com.tw]: UNREACHABLE! => {"changed": false, "msg": "Failed to connect to the host via '
+    "ssh: Host key verification failed.\\r\\n"
+)
+
+
+def test_a_pretty_printed_object_is_keyed_by_its_message_fields_as_one_line_json_is() -> None:
+    found = [analyze(text) for text in (ANSIBLE_PRETTY, ANSIBLE_ONE_LINE, ANSIBLE_CUT)]
+    assert found[0].key_lines == ("Failed to connect to the host via ssh: Host key verification failed.",)
+    assert found[0].signatures == found[1].signatures == found[2].signatures != ()
+    # Of an object's fields only its messages are candidates: `"failed": true` names no error.
+    body = 'fatal: [web1]: FAILED! => {\n    "changed": false,\n    "failed": true,\n    "rc": 1\n}'
+    assert analyze(body).key_lines == ()
+
+
+def test_a_line_ending_in_a_brace_that_opens_no_fields_stays_a_candidate() -> None:
+    text = "error: expected expression before '{'\nint main() {\n  return 0;\n}"
+    assert analyze(text).key_lines == ("error: expected expression before '{'",)
+    opener = "ERROR: request failed with body {"
+    assert key_line(opener + "\n  not a field\n}") == opener
+
+
 def test_inline_code_that_holds_no_error_makes_no_key_line() -> None:
     assert analyze("Run `npm install --force` and then `npm run build` again").key_lines == ()
     # A short span is a name, not the message: the sentence stays the key line.

@@ -19,8 +19,10 @@ from . import lexical
 # line are decorations, a sentence quoting its error as inline code is keyed by what it quotes, an
 # exception's message may follow its colon in quotes (`XamlLoadException:“…”`), a Windows folder's
 # name may hold spaces and brackets (`C:\Program Files (x86)\…`), and a structured log line is keyed
-# by its message fields (`{"level":"error",…,"message":"…"}`).
-SIGNATURE_VERSION = 5
+# by its message fields (`{"level":"error",…,"message":"…"}`). Version 6: so is a pretty-printed
+# object (Ansible's `FAILED! => {` and its fields on the lines after), and a message field whose
+# string runs past its line.
+SIGNATURE_VERSION = 6
 
 
 @dataclass(frozen=True)

@@ -175,11 +175,22 @@ def _classify(index: int, content: str) -> _Candidate | None:
 
 def _candidates(lines: list[str]) -> list[_Candidate]:
     found: list[_Candidate] = []
-    promote = False
+    promote = fields = False
     for i, line in enumerate(lines):
         content, prompt = _content(line)
         if prompt or not content:
             continue
+        if content[-1] == "{" and i + 1 < len(lines) and _JSON_FIELD.match(lines[i + 1]):
+            # A pretty-printed object opens (Ansible's `fatal: [host]: FAILED! => {`, an API's error
+            # body): the opener names no error, and of its fields only the messages are key-line
+            # candidates, as a one-line JSON log's are (_JSON_MESSAGE).
+            fields = True
+            continue
+        if fields and _JSON_FIELD.match(line):
+            values = _JSON_MESSAGE.findall(line) or _OPEN_MESSAGE.findall(line)
+            found.extend(_quoted(i, [v.replace('\\"', '"') for v in values]))
+            continue
+        fields = False
         if R.is_header(content):
             # "thread 'main' panicked at '", "CMake Error at x:1 (f):": the message follows.
             promote = True
@@ -193,7 +204,8 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
         promote = False
         quoted = _quoted(i, _CODE_SPAN.findall(content)) if "`" in content else []
         if not quoted and '":' in content:
-            quoted = _quoted(i, [v.replace('\\"', '"') for v in _JSON_MESSAGE.findall(content)])
+            values = _JSON_MESSAGE.findall(content) or _OPEN_MESSAGE.findall(content)
+            quoted = _quoted(i, [v.replace('\\"', '"') for v in values])
         # A sentence quoting its error as inline code (``I get `X` when I start``): the error is
         # what it quotes; the sentence around it would give a key line no other text shares.
         found.extend(quoted or ([c] if c is not None else []))
@@ -206,10 +218,12 @@ _CODE_SPAN = compile_rx(r"`([^`\n]{12,500})`")
 
 # A structured log line's message fields (`{"level":"error",…,"message":"…"}`: pino, zap, bunyan,
 # Elastic's ECS; an API's `{"error_description":"…"}`), long enough to hold a message.
-_JSON_MESSAGE = compile_rx(
-    r'"(?:message|msg|error|err|errorMessage|error_message|error_description|reason|detail)"\s*:\s*'
-    r'"((?:[^"\\]|\\.){12,500})"'
-)
+_MESSAGE_KEYS = r'"(?:message|msg|error|err|errorMessage|error_message|error_description|reason|detail)"\s*:\s*'
+_JSON_MESSAGE = compile_rx(_MESSAGE_KEYS + r'"((?:[^"\\]|\\.){12,500})"')
+# One field of a pretty-printed object (`    "changed": false,`), and a message field whose string runs
+# on past its line (a pasted log cut or wrapped there).
+_JSON_FIELD = compile_rx(r'\s*"[\w.-]+"\s*:')
+_OPEN_MESSAGE = compile_rx(_MESSAGE_KEYS + r'"((?:[^"\\]|\\.){12,500})$')
 
 
 def _quoted(index: int, quotes: list[str]) -> list[_Candidate]:
