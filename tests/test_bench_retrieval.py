@@ -1,5 +1,5 @@
-"""bench/retrieval.py's bound on look-alike confusion (``indistinct``): a recurring query counts when
-its words tell its record from no look-alike's record, and only then."""
+"""bench/retrieval.py's measure of the data (``indistinct``): a recurring query counts when its words
+tell its record from no look-alike's record, and only then."""
 
 from __future__ import annotations
 
