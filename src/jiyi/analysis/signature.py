@@ -187,8 +187,7 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
             fields = True
             continue
         if fields and _JSON_FIELD.match(line):
-            values = _JSON_MESSAGE.findall(line) or _OPEN_MESSAGE.findall(line)
-            found.extend(_quoted(i, [v.replace('\\"', '"') for v in values]))
+            found.extend(_quoted(i, _messages(line)))
             continue
         fields = False
         if R.is_header(content):
@@ -204,8 +203,7 @@ def _candidates(lines: list[str]) -> list[_Candidate]:
         promote = False
         quoted = _quoted(i, _CODE_SPAN.findall(content)) if "`" in content else []
         if not quoted and '":' in content:
-            values = _JSON_MESSAGE.findall(content) or _OPEN_MESSAGE.findall(content)
-            quoted = _quoted(i, [v.replace('\\"', '"') for v in values])
+            quoted = _quoted(i, _messages(content))
         # A sentence quoting its error as inline code (``I get `X` when I start``): the error is
         # what it quotes; the sentence around it would give a key line no other text shares.
         found.extend(quoted or ([c] if c is not None else []))
@@ -224,6 +222,12 @@ _JSON_MESSAGE = compile_rx(_MESSAGE_KEYS + r'"((?:[^"\\]|\\.){12,500})"')
 # on past its line (a pasted log cut or wrapped there).
 _JSON_FIELD = compile_rx(r'\s*"[\w.-]+"\s*:')
 _OPEN_MESSAGE = compile_rx(_MESSAGE_KEYS + r'"((?:[^"\\]|\\.){12,500})$')
+
+
+def _messages(text: str) -> list[str]:
+    """The JSON message fields of one line, unescaped: whole strings, else one running past the line."""
+    values = _JSON_MESSAGE.findall(text) or _OPEN_MESSAGE.findall(text)
+    return [v.replace('\\"', '"') for v in values]
 
 
 def _quoted(index: int, quotes: list[str]) -> list[_Candidate]:
