@@ -22,10 +22,10 @@ Chinese or mixed queries) and ``queries*.jsonl`` (``{query, cluster, kind: nl|zh
 Queries: every non-first occurrence of every cluster (text cut to 2000 characters) and every
 written query. A record from a written query's own thread is left out of that query's ranking.
 
-The split is frozen (bench/data/README.md, "Sets DP to DS and the fortieth re-split"): every cluster
-below c54500 is ``tune`` (the 29 the rules were written against and sets A to DO, each looked at
-before this split was fixed); sets DP to DS, ids from c54500 on (``clusters_dp.jsonl`` to
-``clusters_ds.jsonl`` and their ``queries_*.jsonl``), gathered afterwards and not run before the split
+The split is frozen (bench/data/README.md, "Sets DT to DW and the forty-first re-split"): every
+cluster below c56500 is ``tune`` (the 29 the rules were written against and sets A to DS, each looked
+at before this split was fixed); sets DT to DW, ids from c56500 on (``clusters_dt.jsonl`` to
+``clusters_dw.jsonl`` and their ``queries_*.jsonl``), gathered afterwards and not run before the split
 was committed, are ``test``; a query has its cluster's split.
 Tune on ``--split tune``; ``--split test`` only to report. ``--save`` writes each query's top clusters
 per system, which ``bench/retrieval_diff.py`` compares between two runs, query by query.
@@ -85,9 +85,9 @@ COLUMNS = ("recurring top-1", "MRR@5", "look-alike confusion", "natural-language
 
 
 def split_of(cluster: str) -> str:
-    """The frozen split: ids below c54500 (and any other id) are tuned on; sets DP to DS (c54500 on) the test."""
+    """The frozen split: ids below c56500 (and any other id) are tuned on; sets DT to DW (c56500 on) the test."""
     m = re.fullmatch(r"c([0-9]+)", cluster)
-    return "test" if m is not None and int(m.group(1)) >= 54500 else "tune"
+    return "test" if m is not None and int(m.group(1)) >= 56500 else "tune"
 
 
 @dataclass(frozen=True)
