@@ -834,3 +834,43 @@ def test_a_bigrams_rarity_is_taken_among_at_least_a_hundred_records_and_all_that
     assert idf_of(["问题"], {"问题": 30, lexical.BIGRAM_TEXT: 35}, 40) == {"问题": lexical.idf(30, 40)}
     # A store indexed before the mark: as many as hold the query's commonest bigram, at least.
     assert idf_of(["问题"], {"问题": 300}, 10_000) == {"问题": lexical.idf(300, 300)}
+
+
+# The texts of c5912 in bench/data (ngrok): the record's log ends in a bare `error` field and the
+# query's box starts with a bare `ERROR`; both are key lines worth nothing.
+NGROK_RECORD = (
+    "[Error: failed to connect session: Usage of ngrok requires a verified account and authtoken.\n"
+    "Sign up for an account: https://dashboard.ngrok.com/signup\n"
+    "Install your authtoken: https://dashboard.ngrok.com/get-started/your-authtoken error_code: ERR_NGROK_4018] {\n"
+    "  code: 'GenericFailure',\n"
+    "  error"
+)
+NGROK_QUERY = (
+    "│ ERROR \n│ \n│ ngrok failed to start: failed to connect session: Usage of ngrok requires a verified "
+    "account and authtoken.\n│ Sign up for an account: https://dashboard.ngrok.com/signup"
+)
+
+
+def test_a_worthless_line_both_print_does_not_hide_the_message_nearly_matching(store: Store) -> None:
+    record = put(store, made("Verify the ngrok account and install its authtoken", what=NGROK_RECORD))
+    query = analyze(NGROK_QUERY)
+    assert len(query.normalized) == 2 and len(analyze(NGROK_RECORD).normalized) == 2  # each a bare `error` too
+    hit = next(h for h in searched(store, NGROK_QUERY) if h.record.hex == record.hex)
+    strength, detail = strengths(hit)["error_signature"]
+    # The message, not the bare line (similarity 1.00, worth 0), is what nearly matches.
+    assert 0.0 < strength < 1.0
+    assert detail.startswith("~0.")
+
+
+PULSE = "Connection failure: Connection refused\npa_context_connect() failed: Connection refused"
+
+
+def test_of_the_key_lines_a_record_shares_the_one_worth_most_counts(store: Store) -> None:
+    # Both lines of the query are the record's key lines; the first says only `connection refused`.
+    put(store, made("A generic connection refusal", what="Connection failure: Connection refused", symbols=()))
+    record = put(store, made("Start the PulseAudio server for this user", what=PULSE, symbols=()))
+    _, strong = analyze(PULSE).signatures
+    hit = next(h for h in searched(store, PULSE) if h.record.hex == record.hex)
+    strength, detail = strengths(hit)["error_signature"]
+    assert detail == strong
+    assert strength == 1.0

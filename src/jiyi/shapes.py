@@ -52,6 +52,17 @@ NEAR_SCALE = 0.5
 # 7 162, 436 -> 431); from 0.99 the same, 0.95 7 164, 0.9 7 165 (and one recurring query less on sets
 # BW to CA, read before).
 NEAR_AS_EXACT = 0.97
+
+
+def near_strength(similarity: float, worth: float) -> float:
+    """What a query key line of ``worth`` nearly matching a record's at ``similarity`` gives
+    error_signature before the record's share (ranking._facts): nothing under NEAR_MIN, its worth
+    from NEAR_AS_EXACT, NEAR_SCALE × similarity × worth between."""
+    if similarity < NEAR_MIN:
+        return 0.0
+    return worth if similarity >= NEAR_AS_EXACT else NEAR_SCALE * similarity * worth
+
+
 # Look-alikes share key lines (`ERROR: Failed to build gem native extension.` over every gem's
 # missing library): an exact one counts by the record's lexical evidence (past its cap) as a share of
 # the best candidate's, to this power (signature_share). Of two records that print the query's key
