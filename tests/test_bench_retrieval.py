@@ -37,3 +37,16 @@ def test_a_word_only_its_own_record_holds_tells_it_apart() -> None:
 def test_only_recurring_queries_of_clusters_with_look_alikes_count() -> None:
     questions = [query("nl", "c1", "No module named 'yaml'"), query("recurring", "c3", "No module named 'cv2'")]
     assert retrieval.indistinct(questions, DOCS, HARD) == set()
+
+
+def test_told_apart_counts_only_the_recurring_queries_words_can_tell_apart() -> None:
+    alike = query("recurring", "c1", "No module named 'yaml'")  # indistinct: left out
+    apart = query("recurring", "c2", "No module named 'yaml' (running the venv interpreter)")
+    confused = query("recurring", "c1", "No module named 'yaml' after pip install pyyaml")
+    other = query("nl", "c3", "cv2 import fails")  # not recurring: left out
+    questions = [alike, apart, confused, other]
+    assert retrieval.indistinct(questions, DOCS, HARD) == {alike.label}
+    ranked = [[1], [2], [2], [3]]  # doc indexes best first: c1, c2, c2 (c1's look-alike), c3
+    result = retrieval.Result("jiyi", ranked=ranked)
+    assert retrieval.told_apart(result, questions, DOCS, HARD, {alike.label}, "tune") == (1, 1, 2)
+    assert retrieval.told_apart(result, questions, DOCS, HARD, {alike.label}, "test") == (0, 0, 0)
