@@ -172,11 +172,9 @@ def _facts(
     if exact < 1.0 and indexed is not None and (lines := _near_lines(record, parts, indexed)):
         similarity, line, line_info = near_match(parts, lines, indexed.title)
         if similarity >= shapes.NEAR_MIN:
-            if similarity >= shapes.NEAR_AS_EXACT:  # the same line but for a mask or a quote: as exact
-                near = line_info * shapes.signature_share(cover[0], best_cover)
-            else:
-                kept = shapes.signature_share(cover[0], best_cover, shapes.NEAR_SHARE_POWER)
-                near = shapes.NEAR_SCALE * similarity * line_info * kept
+            # The same line but for a mask or a quote counts as an exact one, at an exact one's share.
+            power = None if similarity >= shapes.NEAR_AS_EXACT else shapes.NEAR_SHARE_POWER
+            near = shapes.near_strength(similarity, line_info) * shapes.signature_share(cover[0], best_cover, power)
             if near > signature or sig is None:
                 signature, sig = near, f"~{similarity:.2f} {digest(line)}"
     own = record.symbols
